@@ -1,0 +1,133 @@
+"""A grading job: what to compile and which tests to run, validated before anything runs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+_CRATE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_EDITIONS = ("2015", "2018", "2021", "2024")
+MAX_SOURCE_BYTES = 512 * 1024
+MAX_TIMEOUT_S = 300.0
+
+
+class TestMode(str, Enum):
+    """How a job's ``tests`` are joined to its ``source``."""
+
+    UNIT = "unit"  # tests become a module of the crate with `use super::*`
+    INTEGRATION = "integration"  # tests are a separate crate that does `use <crate_name>::*` (Exercism)
+    MAIN = "main"  # tests are a `fn main` full of asserts (MultiPL-E)
+
+
+class InvalidJob(ValueError):
+    """A job record that cannot be graded; the message names the record, the field and the reason."""
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program to grade. ``source`` is a Rust library; it may hold its own tests."""
+
+    id: str
+    source: str
+    tests: str = ""
+    test_mode: TestMode = TestMode.UNIT
+    crate_name: str = "solution"
+    timeout_s: float | None = None
+    edition: str = "2021"
+    include_ignored: bool = False
+
+    @property
+    def has_tests(self) -> bool:
+        """Whether any `#[test]` can exist; without one the harness only type-checks."""
+        return "#[test]" in self.source or bool(self.tests.strip())
+
+    @classmethod
+    def from_dict(cls, record: Any, index: int | None = None) -> Job:
+        """Build a job from a JSON record, raising :class:`InvalidJob` with a reason."""
+        where = f"record {index}" if index is not None else "record"
+        if not isinstance(record, dict):
+            raise InvalidJob(f"{where}: expected a JSON object, got {type(record).__name__}")
+        job_id = record.get("id", index if index is not None else "")
+        if not isinstance(job_id, (str, int)) or str(job_id) == "":
+            raise InvalidJob(f"{where}: 'id' must be a non-empty string")
+        where = f"record {index} (id={job_id!s})" if index is not None else f"job {job_id!s}"
+        try:
+            return cls._parse(record, str(job_id), where)
+        except InvalidJob as exc:
+            exc.job_id = str(job_id)
+            raise
+
+    @classmethod
+    def _parse(cls, record: dict[str, Any], job_id: str, where: str) -> Job:
+
+        def text(name: str, required: bool) -> str:
+            value = record.get(name)
+            if value is None:
+                if required:
+                    raise InvalidJob(f"{where}: missing required field '{name}'")
+                return ""
+            if not isinstance(value, str):
+                raise InvalidJob(f"{where}: '{name}' must be a string, got {type(value).__name__}")
+            if len(value.encode()) > MAX_SOURCE_BYTES:
+                raise InvalidJob(f"{where}: '{name}' is larger than {MAX_SOURCE_BYTES} bytes")
+            if "\x00" in value:
+                raise InvalidJob(f"{where}: '{name}' contains a NUL byte")
+            return value
+
+        source = text("source", required=True)
+        if not source.strip():
+            raise InvalidJob(f"{where}: 'source' is empty")
+        tests = text("tests", required=False)
+        mode_value = record.get("test_mode", TestMode.UNIT.value)
+        try:
+            mode = TestMode(mode_value)
+        except ValueError:
+            choices = ", ".join(m.value for m in TestMode)
+            raise InvalidJob(f"{where}: 'test_mode' must be one of {choices}, got {mode_value!r}") from None
+        if mode is not TestMode.UNIT and not tests.strip():
+            raise InvalidJob(f"{where}: test_mode '{mode.value}' needs non-empty 'tests'")
+        crate_name = record.get("crate_name") or "solution"
+        if not isinstance(crate_name, str) or not _CRATE_NAME.match(crate_name):
+            raise InvalidJob(f"{where}: 'crate_name' must be a Rust identifier, got {crate_name!r}")
+        crate_name = crate_name.replace("-", "_")
+        timeout = record.get("timeout_s")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S
+        ):
+            raise InvalidJob(f"{where}: 'timeout_s' must be a number in (0, {MAX_TIMEOUT_S:g}], got {timeout!r}")
+        edition = str(record.get("edition", "2021"))
+        if edition not in _EDITIONS:
+            raise InvalidJob(f"{where}: 'edition' must be one of {', '.join(_EDITIONS)}, got {edition!r}")
+        include_ignored = record.get("include_ignored", False)
+        if not isinstance(include_ignored, bool):
+            raise InvalidJob(f"{where}: 'include_ignored' must be true or false")
+        return cls(
+            id=job_id,
+            source=source,
+            tests=tests,
+            test_mode=mode,
+            crate_name=crate_name,
+            timeout_s=float(timeout) if timeout is not None else None,
+            edition=edition,
+            include_ignored=include_ignored,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "source": self.source, "test_mode": self.test_mode.value}
+        if self.tests:
+            out["tests"] = self.tests
+        if self.crate_name != "solution":
+            out["crate_name"] = self.crate_name
+        if self.timeout_s is not None:
+            out["timeout_s"] = self.timeout_s
+        if self.edition != "2021":
+            out["edition"] = self.edition
+        if self.include_ignored:
+            out["include_ignored"] = True
+        return out

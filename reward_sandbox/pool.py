@@ -1,0 +1,118 @@
+"""Grade many jobs at once: validate, dedupe, consult the cache, fan out over all cores, keep order."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
+from typing import Any
+
+from .backends import BACKENDS, FAST
+from .cache import ResultCache, job_key
+from .grader import grade_job
+from .isolation import choose_level
+from .jobs import InvalidJob, Job
+from .limits import Limits
+from .results import Result, invalid_result
+from .toolchain import find_toolchain
+
+log = logging.getLogger("reward_sandbox")
+
+
+class Grader:
+    """A reusable grading service. Threads suffice: each job's work happens in child processes.
+
+    >>> grader = Grader(workers=2)                                  # doctest: +SKIP
+    >>> [r.status for r in grader.grade([{"id": "a", "source": "pub fn f() {}"}])]  # doctest: +SKIP
+    [<Status.OK: 'ok'>]
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        isolation: str = "auto",
+        backend: str = FAST,
+        limits: Limits | None = None,
+        cache: ResultCache | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.toolchain = find_toolchain()
+        self.level, warning = choose_level(isolation)
+        if warning:
+            log.warning(warning)
+        self.warning = warning
+        self.backend = backend
+        self.limits = limits or Limits()
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.cache = cache if cache is not None else ResultCache()
+        self._slots: queue.Queue[int] = queue.Queue()
+        for slot in range(self.workers):
+            self._slots.put(slot)
+        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reward-sandbox")
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _grade_one(self, job: Job) -> Result:
+        slot = self._slots.get()
+        try:
+            return grade_job(job, toolchain=self.toolchain, level=self.level, limits=self.limits, backend=self.backend, slot=slot)
+        finally:
+            self._slots.put(slot)
+
+    def grade(
+        self, items: Sequence[Job | dict[str, Any] | InvalidJob], on_result: Callable[[int, Result], None] | None = None
+    ) -> list[Result]:
+        """Grade ``items`` (jobs, raw JSON records, or :class:`InvalidJob` for records that failed
+        to parse); results come back in input order. A bad record becomes an ``invalid_input``
+        result and never stops the others."""
+        results: list[Result | None] = [None] * len(items)
+        ids: dict[int, str] = {}
+        pending: dict[str, list[int]] = {}
+        jobs: dict[str, Job] = {}
+        for index, item in enumerate(items):
+            try:
+                if isinstance(item, InvalidJob):
+                    raise item
+                job = item if isinstance(item, Job) else Job.from_dict(item, index)
+            except InvalidJob as exc:
+                results[index] = invalid_result(exc.job_id or f"#{index}", str(exc))
+                if on_result:
+                    on_result(index, results[index])  # type: ignore[arg-type]
+                continue
+            ids[index] = job.id
+            key = job_key(job, self.toolchain.version, self.backend, self.limits)
+            cached = self.cache.get(key)
+            if cached is not None:
+                results[index] = replace(cached, id=job.id, cached=True)
+                if on_result:
+                    on_result(index, results[index])  # type: ignore[arg-type]
+                continue
+            pending.setdefault(key, []).append(index)
+            jobs.setdefault(key, job)
+        futures = {self._executor.submit(self._grade_one, jobs[key]): key for key in pending}
+        for future in as_completed(futures):
+            key = futures[future]
+            result = future.result()
+            self.cache.put(key, result)
+            for n, index in enumerate(pending[key]):
+                results[index] = replace(result, id=ids[index], cached=n > 0)
+                if on_result:
+                    on_result(index, results[index])  # type: ignore[arg-type]
+        return [r for r in results if r is not None]
+
+
+def grade(items: Iterable[Job | dict[str, Any]], **kwargs: Any) -> list[Result]:
+    """One-shot convenience wrapper around :class:`Grader`."""
+    with Grader(**kwargs) as grader:
+        return grader.grade(list(items))

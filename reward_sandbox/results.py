@@ -1,0 +1,157 @@
+"""The result record of a graded job, and its JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .status import Status
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One compiler or clippy message, located in the job's own source."""
+
+    level: str
+    code: str | None
+    message: str
+    line: int | None
+    file: str = ""
+    rendered: str = ""
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    ok: bool
+    errors: int = 0
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClippyReport:
+    ok: bool
+    warnings: int = 0
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@dataclass(frozen=True)
+class TestCounts:
+    """Counts for a group of tests (e.g. the program's own tests, or the hidden ones)."""
+
+    passed: int = 0
+    failed: int = 0
+    ignored: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.ignored
+
+    @property
+    def ok(self) -> bool:
+        return self.passed > 0 and self.failed == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "passed": self.passed, "failed": self.failed, "ignored": self.ignored, "total": self.total}
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """What the test harness itself reported. ``trusted`` is False when the run did not reach its end
+    (crash, ``process::exit``, forged output), in which case no test is counted as passed."""
+
+    ran: bool = False
+    trusted: bool = False
+    counts: TestCounts = field(default_factory=TestCounts)
+    own: TestCounts = field(default_factory=TestCounts)
+    hidden: TestCounts = field(default_factory=TestCounts)
+    failures: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.ran and self.trusted and self.counts.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.counts.to_dict()
+        out.update(ok=self.ok, ran=self.ran, trusted=self.trusted, own=self.own.to_dict(), hidden=self.hidden.to_dict())
+        out["failures"] = list(self.failures)
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class Result:
+    """One job's verdict. ``reason`` is a human message; ``status`` is what programs should read."""
+
+    id: str
+    status: Status
+    build: BuildReport = field(default_factory=lambda: BuildReport(ok=False))
+    clippy: ClippyReport = field(default_factory=lambda: ClippyReport(ok=False))
+    tests: TestReport = field(default_factory=TestReport)
+    duration_s: float = 0.0
+    isolation: str = "none"
+    backend: str = "fast"
+    reason: str = ""
+    cached: bool = False
+    output_tail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status.value,
+            "build": {
+                "ok": self.build.ok,
+                "errors": self.build.errors,
+                "diagnostics": [asdict(d) for d in self.build.diagnostics],
+            },
+            "clippy": {
+                "ok": self.clippy.ok,
+                "warnings": self.clippy.warnings,
+                "diagnostics": [asdict(d) for d in self.clippy.diagnostics],
+            },
+            "tests": self.tests.to_dict(),
+            "duration_s": round(self.duration_s, 4),
+            "isolation": self.isolation,
+            "backend": self.backend,
+            "reason": self.reason,
+            "cached": self.cached,
+            "output_tail": self.output_tail,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """Inverse of :meth:`to_dict` (used by the cache and the HTTP client)."""
+
+        def diags(items: list[dict[str, Any]]) -> tuple[Diagnostic, ...]:
+            return tuple(Diagnostic(**d) for d in items)
+
+        def counts(d: dict[str, Any]) -> TestCounts:
+            return TestCounts(passed=d["passed"], failed=d["failed"], ignored=d["ignored"])
+
+        t = data["tests"]
+        return cls(
+            id=data["id"],
+            status=Status(data["status"]),
+            build=BuildReport(data["build"]["ok"], data["build"]["errors"], diags(data["build"]["diagnostics"])),
+            clippy=ClippyReport(data["clippy"]["ok"], data["clippy"]["warnings"], diags(data["clippy"]["diagnostics"])),
+            tests=TestReport(
+                ran=t["ran"],
+                trusted=t["trusted"],
+                counts=counts(t),
+                own=counts(t["own"]),
+                hidden=counts(t["hidden"]),
+                failures=tuple(t.get("failures", ())),
+                note=t.get("note", ""),
+            ),
+            duration_s=data.get("duration_s", 0.0),
+            isolation=data.get("isolation", "none"),
+            backend=data.get("backend", "fast"),
+            reason=data.get("reason", ""),
+            cached=data.get("cached", False),
+            output_tail=data.get("output_tail", ""),
+        )
+
+
+def invalid_result(job_id: str, reason: str) -> Result:
+    return Result(id=job_id, status=Status.INVALID_INPUT, reason=reason)

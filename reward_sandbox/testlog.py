@@ -1,0 +1,111 @@
+"""Count test results from libtest's own JSON event stream, and refuse to trust a forged one.
+
+A run is trusted only if all of these hold:
+- the first suite event announces N tests, and exactly N distinct tests each have one
+  ``started`` and one result event;
+- the sentinel (the last test by name) printed this build's secret nonce, once, after every
+  other test's result, and then passed;
+- the suite's closing event follows and agrees with the per-test counts;
+- the process exit code agrees (0 when nothing failed, 101 otherwise).
+Otherwise no test counts as passed: the failures are kept for feedback, the rest is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .assemble import SENTINEL_TEST, is_hidden_test
+from .results import TestCounts, TestReport
+
+_RESULT_EVENTS = {"ok": "passed", "failed": "failed", "ignored": "ignored"}
+
+
+@dataclass
+class _Test:
+    started: int = 0
+    results: int = 0
+    outcome: str = ""
+    position: int = -1
+
+
+def parse_test_log(output: bytes, nonce: str, exit_code: int | None) -> TestReport:
+    text = output.decode(errors="replace")
+    marker = f"RG_SENTINEL_{nonce}"
+    tests: dict[str, _Test] = {}
+    announced: int | None = None
+    suite_end: dict | None = None
+    nonce_positions: list[int] = []
+    problems: list[str] = []
+    for position, line in enumerate(text.splitlines()):
+        line = line.strip()
+        if line == marker:
+            nonce_positions.append(position)
+            continue
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind, what = event.get("type"), event.get("event")
+        if kind == "suite":
+            if what == "started" and announced is None:
+                announced = event.get("test_count")
+            elif what in ("ok", "failed"):
+                if suite_end is not None:
+                    problems.append("more than one suite result")
+                suite_end = event
+        elif kind == "test" and isinstance(event.get("name"), str):
+            t = tests.setdefault(event["name"], _Test())
+            if what == "started":
+                t.started += 1
+            elif what in _RESULT_EVENTS:
+                t.results += 1
+                t.outcome = _RESULT_EVENTS[what]
+                t.position = position
+
+    user_tests = {name: t for name, t in tests.items() if name != SENTINEL_TEST}
+    failures = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "failed"))
+    sentinel = tests.get(SENTINEL_TEST)
+    if announced is None:
+        problems.append("the test harness never started")
+    elif len(tests) != announced:
+        problems.append(f"{announced} tests announced, {len(tests)} seen")
+    if any(t.started != 1 or t.results != 1 for t in tests.values()):
+        problems.append("a test reported more or fewer than one result")
+    if len(nonce_positions) != 1 or sentinel is None or sentinel.outcome != "passed":
+        problems.append("the run ended before its last test (exit, abort or crash inside a test)")
+    elif any(t.position > nonce_positions[0] for t in user_tests.values()):
+        problems.append("tests finished after the sentinel")
+    counts = _count(user_tests.values())
+    if suite_end is None:
+        problems.append("no suite result")
+    elif (suite_end.get("passed"), suite_end.get("failed")) != (counts.passed + 1, counts.failed):
+        problems.append("suite totals disagree with the per-test results")
+    expected_exit = 0 if counts.failed == 0 else 101
+    if exit_code != expected_exit:
+        problems.append(f"exit code {exit_code}, expected {expected_exit}")
+
+    if problems:
+        seen_hidden = sum(is_hidden_test(name) for name in user_tests)
+        total = max(len(user_tests), (announced or 1) - 1, 1)
+        return TestReport(
+            ran=True, trusted=False, counts=TestCounts(failed=total),
+            own=TestCounts(failed=len(user_tests) - seen_hidden), hidden=TestCounts(failed=seen_hidden),
+            failures=failures, note="; ".join(dict.fromkeys(problems)),
+        )  # fmt: skip
+    own = _count(t for name, t in user_tests.items() if not is_hidden_test(name))
+    hidden = _count(t for name, t in user_tests.items() if is_hidden_test(name))
+    return TestReport(ran=True, trusted=True, counts=counts, own=own, hidden=hidden, failures=failures)
+
+
+def _count(tests) -> TestCounts:  # type: ignore[no-untyped-def]
+    passed = failed = ignored = 0
+    for t in tests:
+        passed += t.outcome == "passed"
+        failed += t.outcome == "failed"
+        ignored += t.outcome == "ignored"
+    return TestCounts(passed=passed, failed=failed, ignored=ignored)
