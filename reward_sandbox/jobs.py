@@ -53,7 +53,7 @@ class Job:
         where = f"record {index}" if index is not None else "record"
         if not isinstance(record, dict):
             raise InvalidJob(f"{where}: expected a JSON object, got {type(record).__name__}")
-        job_id = record.get("id", index if index is not None else "")
+        job_id = record.get("id", f"#{index}" if index is not None else "")
         if not isinstance(job_id, (str, int)) or str(job_id) == "":
             raise InvalidJob(f"{where}: 'id' must be a non-empty string")
         where = f"record {index} (id={job_id!s})" if index is not None else f"job {job_id!s}"
