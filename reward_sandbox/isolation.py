@@ -120,7 +120,7 @@ def bwrap_problem() -> str | None:
     if _runs_as_root() and shutil.which("setpriv") is None:
         return "setpriv (util-linux) is missing, so the sandbox could not drop root"
     probe = Path("/tmp") if Path("/tmp").is_dir() else Path.cwd()
-    argv = bwrap_argv(find_toolchain(), probe, 16, slot_uid(0)) + ["/bin/true"]
+    argv = [*bwrap_argv(find_toolchain(), probe, 16, slot_uid(0)), "/bin/true"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:

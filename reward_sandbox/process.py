@@ -9,6 +9,7 @@ process tree on breach.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shlex
@@ -92,10 +93,8 @@ def driver_script(steps: list[Step], work_dir: str) -> str:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def kill_uid_processes(uid: int) -> None:
