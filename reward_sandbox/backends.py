@@ -63,14 +63,13 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, lim
     clippy = f"{layout.toolchain}/bin/clippy-driver"
     rustc = f"{layout.toolchain}/bin/rustc"
     common = ["--edition", job.edition, "--crate-name", job.crate_name, "--error-format=json", "-C", "debuginfo=0"]
-    link = ["-C", f"linker={toolchain.linker}"]
     src, work = layout.src, layout.work
     check = [clippy, *common, "--crate-type", "lib", "--emit=metadata", f"{src}/lib.rs", "-o", f"{work}/lib.rmeta"]
     if job.test_mode is TestMode.INTEGRATION:
-        lib = [clippy, *common, *link, "--crate-type", "lib", f"{src}/lib.rs", "--out-dir", work]
+        lib = [clippy, *common, "--crate-type", "lib", f"{src}/lib.rs", "--out-dir", work]
         test_crate = [
             rustc, "--test", "--edition", job.edition, "--crate-name", TEST_CRATE, "--error-format=json",
-            "-C", "debuginfo=0", *link, "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
+            "-C", "debuginfo=0", "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
             f"{src}/{asm.test_path}", "-o", f"{work}/test_bin",
         ]  # fmt: skip
         steps = [
@@ -81,7 +80,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, lim
         return Plan(steps, build=["lib"], lint=["lib"], test_compile="testc", run="run")
     if not job.has_tests:
         return Plan([_compile_step("check", check, limits)], build=["check"], lint=["check"], test_compile=None, run=None)
-    test_build = [clippy, "--test", *common, *link, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
+    test_build = [clippy, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
         _compile_step("testc", test_build, limits),
         _compile_step("check", check, limits, when="failed:testc"),
@@ -115,7 +114,7 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, li
         "CARGO_HOME": f"{layout.work}/cargo-home",
         "RUSTC": f"{layout.toolchain}/bin/rustc",
         "CARGO_TARGET_DIR": f"{layout.work}/proj/target",
-        "RUSTFLAGS": f"-C debuginfo=0 -C linker={toolchain.linker}",
+        "RUSTFLAGS": "-C debuginfo=0",
     }
 
     def cargo_step(name: str, args: list[str], when: str = "always") -> Step:

@@ -85,6 +85,7 @@ def bwrap_argv(toolchain: Toolchain, src_dir: Path, disk_mb: int, uid: int | Non
         "--die-with-parent", "--new-session", "--clearenv",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+        "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # `cc` -> gcc: rustc then links with rust-lld
         "--ro-bind", str(toolchain.sysroot), "/toolchain",
         "--ro-bind", str(src_dir), "/src",
         "--proc", "/proc", "--dev", "/dev",

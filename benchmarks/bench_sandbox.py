@@ -1,0 +1,106 @@
+"""Throughput of the reward harness against the naive approach and the bare-compiler floor.
+
+- harness: reward_sandbox fast backend, bubblewrap isolation, all cores, no cache;
+- naive:   what the public reference run did: a fresh cargo project per completion, then
+           `cargo build`, `cargo clippy`, `cargo test` one after another, no sandbox;
+- floor:   bare unsandboxed `rustc --test -C debuginfo=0` + running the binary, all cores.
+All on the same generated corpus (correct, failing, non-compiling, clippy-warning programs) in
+the same run. Targets: harness >= 5x naive, and harness time <= 1.3x floor time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reward_sandbox import Grader  # noqa: E402
+from reward_sandbox.cache import ResultCache  # noqa: E402
+from reward_sandbox.corpus import corpus  # noqa: E402
+from reward_sandbox.toolchain import find_toolchain  # noqa: E402
+
+
+def naive_one(job: dict, cargo: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rg-naive-") as tmp:
+        root = Path(tmp)
+        (root / "src").mkdir()
+        (root / "Cargo.toml").write_text('[package]\nname = "solution"\nversion = "0.1.0"\nedition = "2021"\n')
+        (root / "src" / "lib.rs").write_text(job["source"])
+        for command in (["build"], ["clippy"], ["test"]):
+            subprocess.run([cargo, *command, "--offline", "-q"], cwd=root, capture_output=True, check=False)
+
+
+def floor_one(job: dict, rustc: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rg-floor-") as tmp:
+        src, binary = Path(tmp) / "lib.rs", Path(tmp) / "t"
+        src.write_text(job["source"])
+        built = subprocess.run([rustc, "--test", "--edition", "2021", "-C", "debuginfo=0", str(src), "-o", str(binary)],
+                               capture_output=True, check=False)  # fmt: skip
+        if built.returncode == 0:
+            subprocess.run([str(binary), "-q"], capture_output=True, check=False)
+
+
+def timed(fn, jobs: list[dict], workers: int) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(fn, jobs))
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", type=int, default=48, help="corpus size for harness and floor")
+    parser.add_argument("--naive-n", type=int, default=12, help="corpus size for the (slow) naive approach")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, default=Path("runs/bench/sandbox.json"))
+    args = parser.parse_args()
+    toolchain = find_toolchain()
+    cargo = shutil.which("cargo") or str(toolchain.cargo)
+    jobs = [{"id": j["id"], "source": j["source"]} for j in corpus(args.n, seed=int(time.time()) % 1000)]
+    naive_jobs = jobs[: args.naive_n]
+
+    with Grader(workers=args.workers, cache=ResultCache()) as grader:
+        grader.grade(corpus(4, seed=999_999))  # warm the page cache for the toolchain
+        start = time.perf_counter()
+        results = grader.grade(jobs)
+        harness_s = time.perf_counter() - start
+        level = grader.level
+    floor_s = timed(lambda j: floor_one(j, str(toolchain.rustc)), jobs, args.workers)
+    naive_s = timed(lambda j: naive_one(j, cargo), naive_jobs, 1)
+
+    rates = {
+        "harness": len(jobs) / harness_s,
+        "floor": len(jobs) / floor_s,
+        "naive": len(naive_jobs) / naive_s,
+    }
+    speedup = rates["harness"] / rates["naive"]
+    floor_ratio = rates["floor"] / rates["harness"]
+    report = {
+        "jobs": len(jobs), "naive_jobs": len(naive_jobs), "workers": args.workers, "isolation": level,
+        "completions_per_s": {k: round(v, 2) for k, v in rates.items()},
+        "speedup_vs_naive": round(speedup, 2), "time_vs_floor": round(floor_ratio, 3),
+        "statuses": {s: sum(r.status.value == s for r in results) for s in {r.status.value for r in results}},
+        "targets": {"speedup_vs_naive>=5": speedup >= 5, "time_vs_floor<=1.3": floor_ratio <= 1.3},
+    }  # fmt: skip
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"corpus: {len(jobs)} programs ({report['statuses']}), {args.workers} workers, isolation={level}")
+    print(f"{'approach':<10}{'completions/s':>15}")
+    for name, rate in rates.items():
+        print(f"{name:<10}{rate:>15.2f}")
+    print(f"harness vs naive: {speedup:.1f}x (target >= 5x)   harness time vs floor: {floor_ratio:.2f}x (target <= 1.3x)")
+    print(f"wrote {args.out}")
+    return 0 if all(report["targets"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
