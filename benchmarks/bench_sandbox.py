@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reward_sandbox import Grader  # noqa: E402
-from reward_sandbox.cache import ResultCache  # noqa: E402
-from reward_sandbox.corpus import corpus  # noqa: E402
-from reward_sandbox.toolchain import find_toolchain  # noqa: E402
+from reward_sandbox import Grader
+from reward_sandbox.cache import ResultCache
+from reward_sandbox.corpus import corpus
+from reward_sandbox.toolchain import find_toolchain
 
 
 def naive_one(job: dict, cargo: str) -> None:
