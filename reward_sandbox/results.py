@@ -65,6 +65,7 @@ class TestReport:
     own: TestCounts = field(default_factory=TestCounts)
     hidden: TestCounts = field(default_factory=TestCounts)
     failures: tuple[str, ...] = ()
+    passes: tuple[str, ...] = ()
     note: str = ""
 
     @property
@@ -75,6 +76,7 @@ class TestReport:
         out = self.counts.to_dict()
         out.update(ok=self.ok, ran=self.ran, trusted=self.trusted, own=self.own.to_dict(), hidden=self.hidden.to_dict())
         out["failures"] = list(self.failures)
+        out["passes"] = list(self.passes)
         if self.note:
             out["note"] = self.note
         return out
@@ -142,6 +144,7 @@ class Result:
                 own=counts(t["own"]),
                 hidden=counts(t["hidden"]),
                 failures=tuple(t.get("failures", ())),
+                passes=tuple(t.get("passes", ())),
                 note=t.get("note", ""),
             ),
             duration_s=data.get("duration_s", 0.0),

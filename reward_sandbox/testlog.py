@@ -99,7 +99,8 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None) -> TestRepo
         )  # fmt: skip
     own = _count(t for name, t in user_tests.items() if not is_hidden_test(name))
     hidden = _count(t for name, t in user_tests.items() if is_hidden_test(name))
-    return TestReport(ran=True, trusted=True, counts=counts, own=own, hidden=hidden, failures=failures)
+    passes = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "passed"))
+    return TestReport(ran=True, trusted=True, counts=counts, own=own, hidden=hidden, failures=failures, passes=passes)
 
 
 def _count(tests) -> TestCounts:  # type: ignore[no-untyped-def]

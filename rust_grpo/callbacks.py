@@ -1,0 +1,52 @@
+"""Trainer callbacks: per-step metrics to JSONL, with the share of step time spent in rewards."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from .rewards import RewardContext
+
+
+class MetricsJsonlCallback(TrainerCallback):
+    """Appends every log event (TRL's reward means and our rates) as one JSON line."""
+
+    def __init__(self, path: Path, context: RewardContext | None = None) -> None:
+        self.path = Path(path)
+        self.context = context
+        self._last_time = time.monotonic()
+        self._last_sandbox = context.sandbox_seconds if context else 0.0
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._last_time = time.monotonic()
+        self._last_sandbox = self.context.sandbox_seconds if self.context else 0.0
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not logs:
+            return
+        record: dict[str, Any] = {"step": state.global_step, "epoch": state.epoch}
+        for key, value in logs.items():
+            if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+                record[key] = value
+        if self.context is not None and "loss" in logs:
+            now = time.monotonic()
+            wall = now - self._last_time
+            sandbox = self.context.sandbox_seconds - self._last_sandbox
+            record["time/wall_s"] = wall
+            record["time/reward_s"] = sandbox
+            record["time/reward_share"] = sandbox / wall if wall > 0 else 0.0
+            self._last_time, self._last_sandbox = now, self.context.sandbox_seconds
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

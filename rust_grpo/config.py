@@ -1,0 +1,289 @@
+"""Run configuration: TOML files under configs/ mapped onto dataclasses with defaults in code.
+
+Every field's help text lives in one place (``metadata["help"]``). Validation happens at load
+time and says how to fix the problem, so a bad config fails before a model is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the key and the fix."""
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
+
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a careful Rust programmer. Think through the problem inside <think>...</think>, then answer "
+    "with exactly one ```rust code block holding the complete solution and a #[cfg(test)] mod tests with "
+    "#[test] functions whose asserts check your code. Use only the standard library."
+)
+
+
+@dataclass
+class ModelConfig:
+    name_or_path: str = _f("Qwen/Qwen2.5-Coder-1.5B-Instruct", "Hugging Face id or local path of the policy model.")
+    tiny: bool = _f(False, "Build and use a tiny random Qwen2 with the real Qwen2.5 tokenizer (offline demos, tests).")
+    dtype: str = _f("auto", "Weights dtype: auto, float32, bfloat16 or float16.")
+    attn_implementation: str = _f("", "Attention kernel (e.g. sdpa, flash_attention_2); empty = transformers' default.")
+    gradient_checkpointing: bool = _f(False, "Trade compute for memory on long completions.")
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise ConfigError(f"model.dtype must be auto, float32, bfloat16 or float16, got {self.dtype!r}")
+
+
+@dataclass
+class LoraSettings:
+    enabled: bool = _f(True, "Train LoRA adapters (PEFT) instead of all weights.")
+    r: int = _f(16, "LoRA rank.")
+    alpha: int = _f(64, "LoRA alpha (scaling = alpha / r).")
+    dropout: float = _f(0.05, "Dropout on the LoRA path.")
+    target_modules: str | list[str] = _f("all-linear", "Modules to adapt: 'all-linear' or a list of names.")
+
+    def __post_init__(self) -> None:
+        if self.r <= 0 or self.alpha <= 0:
+            raise ConfigError(f"lora.r and lora.alpha must be positive, got r={self.r}, alpha={self.alpha}")
+
+
+@dataclass
+class DataConfig:
+    train: str = _f("data/train.jsonl", "Training problems: a .jsonl/.parquet path or a `datasets` name.")
+    split: str = _f("train", "Split to take when `train` is a `datasets` name.")
+    max_rows: int = _f(0, "Use at most this many rows (0 = all).")
+    shuffle_seed: int = _f(-1, "Shuffle rows with this seed before max_rows (-1 = keep file order).")
+    system_prompt: str = _f(DEFAULT_SYSTEM_PROMPT, "System message of every chat prompt.")
+
+
+@dataclass
+class RewardConfig:
+    weights: dict[str, float] = _f(
+        {"format": 0.5, "code_block": 0.25, "tests_present": 0.5, "build": 1.0, "clippy": 0.5,
+         "own_tests": 1.0, "hidden_tests": 2.0},
+        "Weight of each reward component; 0 keeps it as a logged diagnostic only.",
+    )  # fmt: skip
+    min_tests: int = _f(2, "Meaningful own tests needed for full tests_present / own_tests credit.")
+    workers: int = _f(0, "Sandbox worker processes (0 = all cores).")
+    isolation: str = _f("auto", "Sandbox isolation: auto, strict (bubblewrap or fail) or rlimits.")
+    timeout_s: float = _f(10.0, "Wall-clock limit for one program's tests.")
+    cache_dir: str = _f("", "On-disk result cache ('' = memory only).")
+    server_url: str = _f("", "Use a `reward-sandbox serve` at this URL instead of a local pool.")
+    server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "Environment variable holding the server's bearer token.")
+    server_timeout_s: float = _f(300.0, "HTTP timeout for one batch.")
+    server_retries: int = _f(2, "Retries of a failed batch before its rewards become None (unknown).")
+
+    def __post_init__(self) -> None:
+        from .rewards import REWARD_NAMES
+
+        unknown = set(self.weights) - set(REWARD_NAMES)
+        if unknown:
+            raise ConfigError(f"reward.weights has unknown reward(s) {sorted(unknown)}; known: {list(REWARD_NAMES)}")
+        if self.isolation not in ("auto", "strict", "rlimits"):
+            raise ConfigError(f"reward.isolation must be auto, strict or rlimits, got {self.isolation!r}")
+        if self.timeout_s <= 0:
+            raise ConfigError("reward.timeout_s must be positive")
+
+
+@dataclass
+class TrainConfig:
+    output_dir: str = _f("runs/grpo", "Checkpoints, metrics.jsonl, samples.jsonl, plots and TensorBoard logs.")
+    learning_rate: float = _f(5e-6, "Peak learning rate.")
+    lr_scheduler_type: str = _f("constant_with_warmup", "transformers scheduler name.")
+    warmup_steps: int = _f(0, "Linear warmup steps.")
+    num_train_epochs: float = _f(1.0, "Passes over the prompts.")
+    max_steps: int = _f(-1, "Stop after this many optimizer steps (-1 = from epochs).")
+    per_device_train_batch_size: int = _f(4, "Completions per device per micro-batch.")
+    gradient_accumulation_steps: int = _f(4, "Micro-batches per optimizer step.")
+    num_generations: int = _f(4, "Group size G: completions sampled per prompt.")
+    generation_batch_size: int = _f(0, "Completions generated at once (0 = batch size x accumulation).")
+    max_completion_length: int = _f(1024, "Most new tokens per completion.")
+    temperature: float = _f(1.0, "Sampling temperature.")
+    top_p: float = _f(1.0, "Nucleus sampling.")
+    beta: float = _f(0.04, "KL coefficient against the reference model (0 = no reference model).")
+    loss_type: str = _f("grpo", "grpo, dr_grpo, dapo, bnpo, cispo, ... (TRL's loss_type).")
+    epsilon: float = _f(0.2, "PPO clip range (lower).")
+    epsilon_high: float = _f(0.0, "Upper clip range for DAPO clip-higher (0 = same as epsilon).")
+    scale_rewards: str = _f("group", "Advantage scaling: group, batch or none (Dr. GRPO).")
+    mask_truncated_completions: bool = _f(False, "Drop truncated completions from the loss (DAPO).")
+    num_iterations: int = _f(1, "Optimisation passes per generation batch (mu in the GRPO paper).")
+    logging_steps: int = _f(1, "Log every N steps.")
+    save_steps: int = _f(100, "Checkpoint every N steps.")
+    save_total_limit: int = _f(3, "Keep at most this many checkpoints.")
+    samples_every: int = _f(1, "Write sample completions every N steps (0 = never).")
+    samples_per_step: int = _f(4, "How many completions to keep each time.")
+    seed: int = _f(42, "Random seed.")
+    use_cpu: bool = _f(False, "Train on the CPU (TRL requires this flag on machines without a GPU).")
+    bf16: bool = _f(False, "bfloat16 mixed precision.")
+    report_to: list[str] = _f(["tensorboard"], "transformers integrations: tensorboard, wandb, none.")
+    log_completions: bool = _f(False, "Let TRL print a completions table each logging step.")
+
+    def __post_init__(self) -> None:
+        if self.num_generations < 2:
+            raise ConfigError("train.num_generations must be >= 2: GRPO's advantages compare completions within a group")
+        batch = self.generation_batch_size or self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if batch % self.num_generations:
+            raise ConfigError(
+                f"the generation batch ({batch} = "
+                + ("train.generation_batch_size" if self.generation_batch_size else "per_device_train_batch_size x gradient_accumulation_steps")
+                + f") must be divisible by train.num_generations ({self.num_generations})"
+            )
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise ConfigError(f"train.scale_rewards must be group, batch or none, got {self.scale_rewards!r}")
+        if self.epsilon_high and self.epsilon_high < self.epsilon:
+            raise ConfigError("train.epsilon_high must be >= train.epsilon (clip-higher widens the upper range)")
+
+
+@dataclass
+class VllmConfig:
+    enabled: bool = _f(False, "Sample groups with vLLM (needs a CUDA GPU and the `vllm` extra).")
+    mode: str = _f("colocate", "colocate (same process and GPU) or server (a separate `trl vllm-serve`).")
+    server_base_url: str = _f("", "Server mode: base URL of `trl vllm-serve` (overrides host/port).")
+    server_host: str = _f("127.0.0.1", "Server mode: host of `trl vllm-serve`.")
+    server_port: int = _f(8000, "Server mode: port of `trl vllm-serve`.")
+    server_timeout_s: float = _f(240.0, "Server mode: how long to wait for the server to come up.")
+    gpu_memory_utilization: float = _f(0.3, "Colocate mode: share of GPU memory vLLM may take.")
+    tensor_parallel_size: int = _f(1, "Colocate mode: tensor parallel degree.")
+    enable_sleep_mode: bool = _f(False, "Colocate mode: offload vLLM weights during the optimizer step.")
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("colocate", "server"):
+            raise ConfigError(f"vllm.mode must be colocate or server, got {self.mode!r}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError("vllm.gpu_memory_utilization must be in (0, 1]")
+
+
+@dataclass
+class RunConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    data: DataConfig = field(default_factory=DataConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    vllm: VllmConfig = field(default_factory=VllmConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+SECTIONS = {f.name: f.type for f in dataclasses.fields(RunConfig)}
+
+
+def _section_class(name: str) -> type:
+    return typing.get_type_hints(RunConfig)[name]
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Check a TOML value against a field's annotation (ints may stand for floats)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for option in typing.get_args(annotation):
+            try:
+                return _coerce(value, option, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0])
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    elif origin is list:
+        if isinstance(value, list):
+            (item,) = typing.get_args(annotation)
+            return [_coerce(v, item, where) for v in value]
+    elif origin is dict:
+        if isinstance(value, dict):
+            _, item = typing.get_args(annotation)
+            return {k: _coerce(v, item, f"{where}.{k}") for k, v in value.items()}
+    name = getattr(annotation, "__name__", str(annotation))
+    raise ConfigError(f"{where} must be {name}, got {value!r}")
+
+
+def from_dict(data: dict[str, Any], source: str = "config") -> RunConfig:
+    sections = {}
+    for name, values in data.items():
+        if name not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(SECTIONS)}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        cls = _section_class(name)
+        hints = typing.get_type_hints(cls)
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"{source}: unknown key {name}.{key}; known: {', '.join(sorted(known))}")
+            kwargs[key] = _coerce(value, hints[key], f"{name}.{key}")
+        if name == "reward" and "weights" in kwargs:  # a partial table overrides only the named weights
+            kwargs["weights"] = {**RewardConfig().weights, **kwargs["weights"]}
+        sections[name] = cls(**kwargs)
+    return RunConfig(**sections)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``section.key=value`` where value is TOML (bare words are taken as strings)."""
+    if "=" not in text:
+        raise ConfigError(f"--set needs key=value, got {text!r}")
+    key, raw = text.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
+    """Read a TOML config (or the defaults), apply ``--set`` overrides, validate."""
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    for text in overrides or []:
+        keys, value = parse_override(text)
+        if len(keys) < 2:
+            raise ConfigError(f"--set {text!r}: use section.key=value, e.g. train.learning_rate=1e-5")
+        table = data
+        for key in keys[:-1]:
+            table = table.setdefault(key, {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"--set {text!r}: {key} is not a table")
+        table[keys[-1]] = value
+    try:
+        return from_dict(data, source)
+    except TypeError as exc:
+        raise ConfigError(f"{source}: {exc}") from None

@@ -1,0 +1,149 @@
+"""Load Rust problems from JSONL, Parquet or a `datasets` name, in our schema or Oxen's, and
+turn them into chat prompts for GRPO.
+
+Our schema: ``id, prompt, signature, solution, tests`` (+ optional ``test_mode``, ``crate_name``).
+Oxen's: ``task_id, rust_prompt, rust_code, rust_test_list``. Both become :class:`Problem`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("rust_grpo")
+
+
+class DataError(ValueError):
+    """A dataset problem; the message names the file, the record and the reason."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    prompt: str
+    signature: str = ""
+    solution: str = ""
+    tests: str = ""  # hidden reference tests (never shown to the model)
+    test_mode: str = "unit"
+    crate_name: str = "solution"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "\n".join(str(v) for v in value)
+    return str(value)
+
+
+def normalize(record: Any, where: str) -> Problem:
+    """One record in either schema -> Problem, or a DataError saying what is wrong."""
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: expected an object, got {type(record).__name__}")
+    if "rust_prompt" in record or "task_id" in record:  # Oxen's schema
+        prompt, problem_id = _text(record.get("rust_prompt")), record.get("task_id")
+        solution, tests = _text(record.get("rust_code")), _text(record.get("rust_test_list"))
+        signature = ""
+    else:
+        prompt, problem_id = _text(record.get("prompt")), record.get("id")
+        solution, tests, signature = _text(record.get("solution")), _text(record.get("tests")), _text(record.get("signature"))
+    if problem_id is None or str(problem_id) == "":
+        raise DataError(f"{where}: missing 'id' (or Oxen's 'task_id')")
+    if not prompt.strip():
+        raise DataError(f"{where} (id={problem_id}): missing 'prompt' (or Oxen's 'rust_prompt')")
+    mode = record.get("test_mode") or "unit"
+    if mode not in ("unit", "integration", "main"):
+        raise DataError(f"{where} (id={problem_id}): test_mode must be unit, integration or main, got {mode!r}")
+    return Problem(
+        id=str(problem_id), prompt=prompt, signature=signature, solution=solution, tests=tests,
+        test_mode=mode, crate_name=record.get("crate_name") or "solution",
+    )  # fmt: skip
+
+
+def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
+    """Raw records with a location label each, from a file or a `datasets` name."""
+    path = Path(spec)
+    if path.suffix == ".jsonl" or (path.exists() and path.suffix == ".json"):
+        if not path.exists():
+            raise DataError(f"dataset file not found: {spec}")
+        out: list[tuple[str, Any]] = []
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        out.append((f"{path.name}:{number}", json.loads(line)))
+                    except json.JSONDecodeError as exc:
+                        out.append((f"{path.name}:{number}", DataError(f"{path.name}:{number}: not valid JSON ({exc.msg})")))
+        return out
+    if path.suffix == ".parquet":
+        if not path.exists():
+            raise DataError(f"dataset file not found: {spec}")
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+        return [(f"{path.name} row {i}", r) for i, r in enumerate(rows)]
+    import datasets
+
+    dataset = datasets.load_dataset(spec, split=split)
+    return [(f"{spec}[{split}] row {i}", r) for i, r in enumerate(dataset)]
+
+
+def load_problems(spec: str, split: str = "train", max_rows: int = 0, shuffle_seed: int = -1, strict: bool = False) -> list[Problem]:
+    """Problems from ``spec``. Bad records are reported by location and skipped (or raise, if strict)."""
+    problems, errors = [], []
+    for where, record in read_records(spec, split):
+        try:
+            if isinstance(record, DataError):
+                raise record
+            problems.append(normalize(record, where))
+        except DataError as exc:
+            errors.append(str(exc))
+    if errors:
+        if strict:
+            raise DataError("; ".join(errors))
+        for message in errors[:20]:
+            log.warning("skipping %s", message)
+        if len(errors) > 20:
+            log.warning("... and %d more bad records", len(errors) - 20)
+    if not problems:
+        raise DataError(f"{spec}: no usable problems" + (f" ({errors[0]})" if errors else ""))
+    seen: set[str] = set()
+    duplicates = [p.id for p in problems if p.id in seen or seen.add(p.id)]  # type: ignore[func-returns-value]
+    if duplicates:
+        raise DataError(f"{spec}: duplicate ids {duplicates[:5]}")
+    if shuffle_seed >= 0:
+        random.Random(shuffle_seed).shuffle(problems)
+    return problems[:max_rows] if max_rows > 0 else problems
+
+
+ANSWER_FORMAT = (
+    "Answer format: first your reasoning inside <think>...</think>, then exactly one ```rust code block with "
+    "the complete solution and a #[cfg(test)] mod tests holding #[test] functions that check it with asserts."
+)
+
+
+def user_prompt(problem: Problem) -> str:
+    parts = [problem.prompt.strip()]
+    if problem.signature.strip():
+        parts.append(f"Implement this signature:\n```rust\n{problem.signature.strip()}\n```")
+    parts.append(ANSWER_FORMAT)
+    return "\n\n".join(parts)
+
+
+def chat_prompt(problem: Problem, system_prompt: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user_prompt(problem)}]
+
+
+def to_training_rows(problems: list[Problem], system_prompt: str) -> list[dict[str, Any]]:
+    """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
+    return [
+        {"prompt": chat_prompt(p, system_prompt), "id": p.id, "tests": p.tests, "test_mode": p.test_mode, "crate_name": p.crate_name}
+        for p in problems
+    ]

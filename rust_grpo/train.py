@@ -1,0 +1,159 @@
+"""GRPO training with TRL + PEFT LoRA and sandboxed cargo rewards."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from .config import LoraSettings, ModelConfig, RewardConfig, RunConfig
+from .data import load_problems, to_training_rows
+from .rewards import RewardContext, build_reward_functions
+
+log = logging.getLogger("rust_grpo")
+
+
+def resolve_model_path(model: ModelConfig) -> str:
+    """The policy's path; with ``model.tiny`` the tiny offline Qwen2 is built (once) and used."""
+    if not model.tiny:
+        return model.name_or_path
+    from .tiny import build_tiny_qwen2, default_cache_dir
+
+    return str(build_tiny_qwen2(default_cache_dir() / "tiny-qwen2"))
+
+
+def make_grader(reward: RewardConfig) -> Any:
+    """A local sandbox pool, or the HTTP client when ``reward.server_url`` is set."""
+    if reward.server_url:
+        from reward_sandbox.client import RemoteGrader
+
+        return RemoteGrader(reward.server_url, token_env=reward.server_token_env, timeout_s=reward.server_timeout_s,
+                            retries=reward.server_retries)  # fmt: skip
+    from reward_sandbox import Grader, Limits
+    from reward_sandbox.cache import ResultCache
+
+    cache = ResultCache(Path(reward.cache_dir) if reward.cache_dir else None)
+    limits = Limits().with_run_timeout(reward.timeout_s)
+    return Grader(workers=reward.workers or None, isolation=reward.isolation, limits=limits, cache=cache)
+
+
+def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
+    """Map our config onto TRL's GRPOConfig (vLLM wiring included)."""
+    from trl import GRPOConfig
+
+    t, v = cfg.train, cfg.vllm
+    kwargs: dict[str, Any] = dict(
+        output_dir=t.output_dir, learning_rate=t.learning_rate, lr_scheduler_type=t.lr_scheduler_type,
+        warmup_steps=t.warmup_steps, num_train_epochs=t.num_train_epochs, max_steps=t.max_steps,
+        per_device_train_batch_size=t.per_device_train_batch_size, gradient_accumulation_steps=t.gradient_accumulation_steps,
+        num_generations=t.num_generations, max_completion_length=t.max_completion_length, temperature=t.temperature,
+        top_p=t.top_p, beta=t.beta, loss_type=t.loss_type, epsilon=t.epsilon, scale_rewards=t.scale_rewards,
+        mask_truncated_completions=t.mask_truncated_completions, num_iterations=t.num_iterations,
+        logging_steps=t.logging_steps, save_steps=t.save_steps, save_total_limit=t.save_total_limit, seed=t.seed,
+        use_cpu=t.use_cpu, bf16=t.bf16, report_to=t.report_to, log_completions=t.log_completions,
+        reward_weights=reward_weights, gradient_checkpointing=cfg.model.gradient_checkpointing,
+        remove_unused_columns=False, disable_tqdm=False,
+    )  # fmt: skip
+    if t.epsilon_high:
+        kwargs["epsilon_high"] = t.epsilon_high
+    if t.generation_batch_size:
+        kwargs["generation_batch_size"] = t.generation_batch_size
+    if v.enabled:
+        kwargs.update(use_vllm=True, vllm_mode=v.mode)
+        if v.mode == "colocate":
+            kwargs.update(vllm_gpu_memory_utilization=v.gpu_memory_utilization, vllm_tensor_parallel_size=v.tensor_parallel_size,
+                          vllm_enable_sleep_mode=v.enable_sleep_mode)  # fmt: skip
+        else:
+            kwargs.update(vllm_server_timeout=v.server_timeout_s)
+            if v.server_base_url:
+                kwargs["vllm_server_base_url"] = v.server_base_url
+            else:
+                kwargs.update(vllm_server_host=v.server_host, vllm_server_port=v.server_port)
+    return GRPOConfig(**kwargs)
+
+
+def peft_config(lora: LoraSettings) -> Any:
+    if not lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
+                      task_type="CAUSAL_LM")  # fmt: skip
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    return {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tuple[Any, RewardContext]:
+    """Everything up to ``trainer.train()``: model, tokenizer, data, rewards, callbacks."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    from .callbacks import MetricsJsonlCallback
+
+    if cfg.vllm.enabled:
+        from trl.import_utils import is_vllm_available
+
+        if not is_vllm_available():
+            raise RuntimeError("vllm.enabled needs vLLM and a CUDA GPU: pip install -e '.[vllm]' (or set vllm.enabled=false)")
+    out = Path(cfg.train.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(cfg.to_json())
+    model_path = resolve_model_path(cfg.model)
+    log.info("policy: %s", model_path)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model_kwargs: dict[str, Any] = {"dtype": _dtype(cfg.model.dtype)}
+    if cfg.model.attn_implementation:
+        model_kwargs["attn_implementation"] = cfg.model.attn_implementation
+    model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
+    problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
+    log.info("training on %d problems from %s", len(problems), cfg.data.train)
+    dataset = Dataset.from_list(to_training_rows(problems, cfg.data.system_prompt))
+    grader = make_grader(cfg.reward)
+    context = RewardContext(grader, min_tests=cfg.reward.min_tests, samples_path=out / "samples.jsonl",
+                            samples_every=cfg.train.samples_every, samples_per_step=cfg.train.samples_per_step,
+                            timeout_s=cfg.reward.timeout_s)  # fmt: skip
+    funcs, weights = build_reward_functions(context, cfg.reward.weights)
+    if reward_funcs is not None:  # benchmarks swap in their own objective
+        funcs, weights = reward_funcs, [1.0] * len(reward_funcs)
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=funcs, args=grpo_args(cfg, weights), train_dataset=dataset,
+        processing_class=tokenizer, peft_config=peft_config(cfg.lora),
+        callbacks=[MetricsJsonlCallback(out / "metrics.jsonl", context)],
+    )  # fmt: skip
+    return trainer, context
+
+
+def latest_checkpoint(output_dir: Path) -> str | None:
+    checkpoints = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(checkpoints[-1]) if checkpoints else None
+
+
+def train(cfg: RunConfig, resume: bool = False) -> Path:
+    """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir."""
+    out = Path(cfg.train.output_dir)
+    checkpoint = latest_checkpoint(out) if resume else None
+    if resume and checkpoint is None:
+        log.warning("--resume: no checkpoint in %s, starting fresh", out)
+    elif not resume and (out / "metrics.jsonl").exists():
+        (out / "metrics.jsonl").unlink()
+        (out / "samples.jsonl").unlink(missing_ok=True)
+    trainer, _context = build_trainer(cfg)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final = out / "final"
+    trainer.save_model(str(final))
+    trainer.processing_class.save_pretrained(str(final))
+    try:
+        from .plots import plot_run
+
+        log.info("training curves: %s", plot_run(out))
+    except (FileNotFoundError, ImportError) as exc:
+        log.warning("no plot: %s", exc)
+    return final
