@@ -204,26 +204,16 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             except ConfigError as exc:
                 errors.append(str(exc))
         raise ConfigError(errors[0])
-    if annotation is bool:
-        if isinstance(value, bool):
-            return value
-    elif annotation is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif annotation is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif annotation is str:
-        if isinstance(value, str):
-            return value
-    elif origin is list:
-        if isinstance(value, list):
-            (item,) = typing.get_args(annotation)
-            return [_coerce(v, item, where) for v in value]
-    elif origin is dict:
-        if isinstance(value, dict):
-            _, item = typing.get_args(annotation)
-            return {k: _coerce(v, item, f"{where}.{k}") for k, v in value.items()}
+    simple: dict[Any, tuple[type, ...]] = {bool: (bool,), float: (int, float), int: (int,), str: (str,)}
+    if annotation in simple:
+        if isinstance(value, simple[annotation]) and (annotation is bool or not isinstance(value, bool)):
+            return float(value) if annotation is float else value
+    elif origin is list and isinstance(value, list):
+        (item,) = typing.get_args(annotation)
+        return [_coerce(v, item, where) for v in value]
+    elif origin is dict and isinstance(value, dict):
+        _, item = typing.get_args(annotation)
+        return {k: _coerce(v, item, f"{where}.{k}") for k, v in value.items()}
     name = getattr(annotation, "__name__", str(annotation))
     raise ConfigError(f"{where} must be {name}, got {value!r}")
 
