@@ -116,7 +116,7 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome) -> Res
     run = steps.get(plan.run) if plan.run else None
     if run is not None and run.started:
         tests = parse_test_log(run.output, asm.nonce, run.exit_code)
-        tail = run.output[-TAIL_BYTES:].decode(errors="replace")
+        tail = tests.output[-TAIL_BYTES:]
     resource = _resource_status(outcome)
     test_compile_failed = build_ok and plan.test_compile is not None and steps[plan.test_compile].exit_code not in (0, None)
     if resource is not None:

@@ -67,6 +67,7 @@ class TestReport:
     failures: tuple[str, ...] = ()
     passes: tuple[str, ...] = ()
     note: str = ""
+    output: str = ""  # panic messages and crash notes, not kept in the JSON form (see Result.output_tail)
 
     @property
     def ok(self) -> bool:

@@ -37,12 +37,15 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None) -> TestRepo
     suite_end: dict | None = None
     nonce_positions: list[int] = []
     problems: list[str] = []
+    readable: list[str] = []  # what a person should see: panic messages, crash notes
     for position, line in enumerate(text.splitlines()):
         line = line.strip()
         if line == marker:
             nonce_positions.append(position)
             continue
         if not line.startswith("{"):
+            if line:
+                readable.append(line)
             continue
         try:
             event = json.loads(line)
@@ -63,6 +66,8 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None) -> TestRepo
             if what == "started":
                 t.started += 1
             elif what in _RESULT_EVENTS:
+                if what == "failed" and event.get("stdout"):
+                    readable.append(f"---- {event['name']} ----\n{str(event['stdout']).strip()}")
                 t.results += 1
                 t.outcome = _RESULT_EVENTS[what]
                 t.position = position
@@ -95,12 +100,15 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None) -> TestRepo
         return TestReport(
             ran=True, trusted=False, counts=TestCounts(failed=total),
             own=TestCounts(failed=len(user_tests) - seen_hidden), hidden=TestCounts(failed=seen_hidden),
-            failures=failures, note="; ".join(dict.fromkeys(problems)),
+            failures=failures, note="; ".join(dict.fromkeys(problems)), output="\n".join(readable),
         )  # fmt: skip
     own = _count(t for name, t in user_tests.items() if not is_hidden_test(name))
     hidden = _count(t for name, t in user_tests.items() if is_hidden_test(name))
     passes = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "passed"))
-    return TestReport(ran=True, trusted=True, counts=counts, own=own, hidden=hidden, failures=failures, passes=passes)
+    return TestReport(
+        ran=True, trusted=True, counts=counts, own=own, hidden=hidden, failures=failures, passes=passes,
+        output="\n".join(readable),
+    )  # fmt: skip
 
 
 def _count(tests) -> TestCounts:  # type: ignore[no-untyped-def]
