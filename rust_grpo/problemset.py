@@ -22,8 +22,9 @@ EVAL_EVERY = 5
 def render_tests(block_text: str) -> str:
     """Blank-line separated assert groups -> ``#[test] fn case_N()`` functions."""
     groups = [g.strip("\n") for g in re.split(r"\n\s*\n", block_text.strip("\n")) if g.strip()]
-    if len(groups) == 1:  # one group of asserts: one test per line
-        groups = [line for line in groups[0].splitlines() if line.strip()]
+    lines = [line for line in groups[0].splitlines() if line.strip()] if len(groups) == 1 else []
+    if lines and all(line.lstrip().startswith("assert") and line.rstrip().endswith(";") for line in lines):
+        groups = lines  # independent one-line asserts: one test each, for partial credit
     out = []
     for i, group in enumerate(groups, 1):
         body = "\n".join("    " + line if line.strip() else "" for line in group.splitlines())
