@@ -42,6 +42,7 @@ DEFAULT_SYSTEM_PROMPT = (
 class ModelConfig:
     name_or_path: str = _f("Qwen/Qwen2.5-Coder-1.5B-Instruct", "Hugging Face id or local path of the policy model.")
     tiny: bool = _f(False, "Build and use a tiny random Qwen2 with the real Qwen2.5 tokenizer (offline demos, tests).")
+    warm_start_steps: int = _f(0, "Tiny model only: supervised steps on the training answers before GRPO (0 = none).")
     dtype: str = _f("auto", "Weights dtype: auto, float32, bfloat16 or float16.")
     attn_implementation: str = _f("", "Attention kernel (e.g. sdpa, flash_attention_2); empty = transformers' default.")
     gradient_checkpointing: bool = _f(False, "Trade compute for memory on long completions.")

@@ -30,6 +30,7 @@ class Problem:
     tests: str = ""  # hidden reference tests (never shown to the model)
     test_mode: str = "unit"
     crate_name: str = "solution"
+    include_ignored: bool = False  # run #[ignore] tests too (Exercism marks most of them so)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +65,7 @@ def normalize(record: Any, where: str) -> Problem:
     return Problem(
         id=str(problem_id), prompt=prompt, signature=signature, solution=solution, tests=tests,
         test_mode=mode, crate_name=record.get("crate_name") or "solution",
+        include_ignored=bool(record.get("include_ignored", False)),
     )  # fmt: skip
 
 
@@ -144,6 +146,7 @@ def chat_prompt(problem: Problem, system_prompt: str) -> list[dict[str, str]]:
 def to_training_rows(problems: list[Problem], system_prompt: str) -> list[dict[str, Any]]:
     """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
-        {"prompt": chat_prompt(p, system_prompt), "id": p.id, "tests": p.tests, "test_mode": p.test_mode, "crate_name": p.crate_name}
+        {"prompt": chat_prompt(p, system_prompt), "id": p.id, "tests": p.tests, "test_mode": p.test_mode,
+         "crate_name": p.crate_name, "include_ignored": p.include_ignored}
         for p in problems
     ]

@@ -3,7 +3,8 @@
 A source file holds problems separated by ``=== id`` lines; each has a prompt, then
 ``--- signature``, ``--- solution`` and ``--- tests`` sections. Test blocks separated by blank
 lines become separate ``#[test]`` functions, so the hidden-test reward gets partial credit.
-``build_dataset`` writes ``train.jsonl`` and ``eval.jsonl`` (every fifth problem goes to eval).
+``build_dataset`` writes ``train.jsonl`` and ``eval.jsonl`` (every fifth problem goes to eval), and
+``demo.jsonl``, a few short training problems for the CPU demo.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .data import DataError, Problem
 _HEADER = re.compile(r"^=== ([a-z0-9_]+)\s*$", re.MULTILINE)
 _SECTION = re.compile(r"^--- (signature|solution|tests)\s*$", re.MULTILINE)
 EVAL_EVERY = 5
+DEMO_SIZE = 8  # data/demo.jsonl: the training problems with the shortest reference answers (CPU demo)
 
 
 def render_tests(block_text: str) -> str:
@@ -46,7 +48,7 @@ def parse_source(text: str, origin: str) -> list[Problem]:
             raise DataError(f"{origin}: problem {problem_id}: missing {sorted(missing) or ['prompt']}")
         problems.append(
             Problem(id=problem_id, prompt=prompt, signature=sections["signature"].strip(),
-                    solution=sections["solution"].rstrip() + "\n", tests=render_tests(sections["tests"]))  # fmt: skip
+                    solution=sections["solution"].rstrip() + "\n", tests=render_tests(sections["tests"]))
         )
     return problems
 
@@ -67,6 +69,7 @@ def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
     splits: dict[str, list[Problem]] = {"train": [], "eval": []}
     for i, p in enumerate(problems):
         splits["eval" if i % EVAL_EVERY == EVAL_EVERY - 1 else "train"].append(p)
+    splits["demo"] = sorted(splits["train"], key=lambda p: len(p.solution) + len(p.tests))[:DEMO_SIZE]
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():
         with open(out_dir / f"{name}.jsonl", "w", encoding="utf-8") as fh:

@@ -64,17 +64,19 @@ class RewardContext:
         tests = _column(columns, "tests", len(texts), "")
         modes = _column(columns, "test_mode", len(texts), "unit")
         crates = _column(columns, "crate_name", len(texts), "solution")
-        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates))
+        ignored = _column(columns, "include_ignored", len(texts), False)
+        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates), tuple(ignored))
         with self._lock:
             if key in self._memo:
                 return self._memo[key]
-            evaluations = self._grade(texts, tests, modes, crates, columns)
+            evaluations = self._grade(texts, tests, modes, crates, ignored, columns)
             self._memo[key] = evaluations
             while len(self._memo) > 8:
                 self._memo.popitem(last=False)
         return evaluations
 
-    def _grade(self, texts: list[str], tests: list[str], modes: list[str], crates: list[str], columns: dict[str, Any]) -> list[Evaluation]:
+    def _grade(self, texts: list[str], tests: list[str], modes: list[str], crates: list[str], ignored: list[bool],
+               columns: dict[str, Any]) -> list[Evaluation]:  # fmt: skip
         parsed = [parse_completion(t) for t in texts]
         jobs, owners = [], []
         for i, p in enumerate(parsed):
@@ -83,6 +85,7 @@ class RewardContext:
             job: dict[str, Any] = {"id": str(i), "source": p.code, "test_mode": modes[i] or "unit", "crate_name": crates[i] or "solution"}
             if tests[i]:
                 job["tests"] = tests[i]
+                job["include_ignored"] = bool(ignored[i])
             elif job["test_mode"] != "unit":
                 job["test_mode"] = "unit"
             if self.timeout_s:

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from .config import LoraSettings, ModelConfig, RewardConfig, RunConfig
-from .data import load_problems, to_training_rows
+from .data import Problem, load_problems, to_training_rows
 from .rewards import RewardContext, build_reward_functions
 
 log = logging.getLogger("rust_grpo")
 
 
-def resolve_model_path(model: ModelConfig) -> str:
-    """The policy's path; with ``model.tiny`` the tiny offline Qwen2 is built (once) and used."""
+def resolve_model_path(model: ModelConfig, problems: list[Problem] | None = None, system_prompt: str = "") -> str:
+    """The policy's path. With ``model.tiny`` the tiny offline Qwen2 is built (once), then
+    optionally warm-started on the training problems' reference answers (cached by content)."""
     if not model.tiny:
         return model.name_or_path
     from .tiny import build_tiny_qwen2, default_cache_dir
 
-    return str(build_tiny_qwen2(default_cache_dir() / "tiny-qwen2"))
+    base = build_tiny_qwen2(default_cache_dir() / "tiny-qwen2")
+    if not model.warm_start_steps or not problems:
+        return str(base)
+    from .warmstart import warm_start
+
+    digest = hashlib.sha256(json.dumps([[p.id, p.solution, p.tests] for p in problems] + [system_prompt, model.warm_start_steps])
+                            .encode()).hexdigest()[:12]  # fmt: skip
+    log.info("warm-starting the tiny model on %d reference answers (%d steps, cached)", len(problems), model.warm_start_steps)
+    return str(warm_start(base, problems, system_prompt, default_cache_dir() / f"tiny-warm-{digest}", steps=model.warm_start_steps))
 
 
 def make_grader(reward: RewardConfig) -> Any:
@@ -103,7 +114,9 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     out = Path(cfg.train.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(cfg.to_json())
-    model_path = resolve_model_path(cfg.model)
+    problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
+    log.info("training on %d problems from %s", len(problems), cfg.data.train)
+    model_path = resolve_model_path(cfg.model, problems, cfg.data.system_prompt)
     log.info("policy: %s", model_path)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"
@@ -113,8 +126,6 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
-    problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
-    log.info("training on %d problems from %s", len(problems), cfg.data.train)
     dataset = Dataset.from_list(to_training_rows(problems, cfg.data.system_prompt))
     grader = make_grader(cfg.reward)
     context = RewardContext(grader, min_tests=cfg.reward.min_tests, samples_path=out / "samples.jsonl",

@@ -1,0 +1,100 @@
+"""``rust-grpo eval``: sample K completions per problem from a model (transformers or vLLM),
+grade them in the sandbox, and write a report."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import DEFAULT_SYSTEM_PROMPT
+from .data import Problem, chat_prompt
+from .scoring import Completion
+
+log = logging.getLogger("rust_grpo")
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    samples: int = 4
+    max_new_tokens: int = 1024
+    temperature: float = 0.8
+    top_p: float = 0.95
+    batch_problems: int = 4
+    seed: int = 0
+
+
+def _batches(items: list[Problem], size: int) -> Iterator[list[Problem]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def generate_hf(model_path: str, problems: list[Problem], s: SamplingSettings, system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+                adapter: str | None = None) -> list[Completion]:  # fmt: skip
+    import torch
+    from tqdm import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(s.seed)
+    tokenizer = AutoTokenizer.from_pretrained(adapter or model_path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype="auto").to(device)
+    if adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter)
+    model.eval()
+    out: list[Completion] = []
+    for batch in tqdm(list(_batches(problems, s.batch_problems)), desc="generating", unit="batch"):
+        texts = [tokenizer.apply_chat_template(chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True) for p in batch]
+        inputs = tokenizer(texts, return_tensors="pt", padding=True).to(device)
+        with torch.no_grad():
+            generated = model.generate(
+                **inputs, do_sample=s.temperature > 0, temperature=max(s.temperature, 1e-5), top_p=s.top_p,
+                max_new_tokens=s.max_new_tokens, num_return_sequences=s.samples, pad_token_id=tokenizer.pad_token_id,
+            )  # fmt: skip
+        new_tokens = generated[:, inputs["input_ids"].shape[1] :]
+        decoded = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        for i, text in enumerate(decoded):
+            out.append(Completion(batch[i // s.samples].id, text, i % s.samples))
+    return out
+
+
+def generate_vllm(model_path: str, problems: list[Problem], s: SamplingSettings, system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+                  adapter: str | None = None) -> list[Completion]:  # fmt: skip
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError as exc:
+        raise RuntimeError("--backend vllm needs vLLM and a CUDA GPU: pip install -e '.[vllm]'") from exc
+    llm = LLM(model=model_path, seed=s.seed, enable_lora=adapter is not None)
+    params = SamplingParams(n=s.samples, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed)
+    chats = [chat_prompt(p, system_prompt) for p in problems]
+    kwargs: dict[str, Any] = {}
+    if adapter:
+        from vllm.lora.request import LoRARequest
+
+        kwargs["lora_request"] = LoRARequest("adapter", 1, adapter)
+    outputs = llm.chat(chats, params, **kwargs)
+    return [Completion(p.id, o.text, j) for p, result in zip(problems, outputs) for j, o in enumerate(result.outputs)]
+
+
+def generate(backend: str, model_path: str, problems: list[Problem], settings: SamplingSettings, **kwargs: Any) -> list[Completion]:
+    if backend == "hf":
+        return generate_hf(model_path, problems, settings, **kwargs)
+    if backend == "vllm":
+        return generate_vllm(model_path, problems, settings, **kwargs)
+    raise ValueError(f"--backend must be hf or vllm, got {backend!r}")
+
+
+def write_completions(path: Path, completions: list[Completion]) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for c in completions:
+            fh.write(json.dumps({"problem_id": c.problem_id, "sample": c.sample, "completion": c.text}) + "\n")

@@ -1,0 +1,116 @@
+"""Import external Rust test suites into our problem schema (one JSONL row per problem).
+
+- ``exercism``: an Exercism Rust track checkout (``exercises/practice/<slug>/`` with
+  ``.meta/example.rs``, ``tests/*.rs``, ``Cargo.toml``, ``.docs/instructions*.md``). Tests are
+  integration tests (``use <crate>::*``); ``#[ignore]`` tests run too. Exercises with
+  dependencies are skipped (crates.io may be unreachable).
+- ``exercism-jsonl``: the same exercises already flattened to JSONL (fields slug, crate_name,
+  prompt, solution, tests).
+- ``multipl-e``: MultiPL-E Rust rows (``name``, ``prompt`` ending in an open ``fn``, ``tests`` that
+  close it and hold a ``fn main`` with asserts).
+- ``humaneval``: HumanEval-style rows whose ``test`` is a ``#[cfg(test)] mod tests`` suite
+  (``task_id``, ``prompt``, ``declaration``, ``canonical_solution``, ``test``).
+- ``oxen``: Oxen's parquet/JSONL (``task_id``, ``rust_prompt``, ``rust_code``, ``rust_test_list``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .data import DataError, Problem, normalize, read_records
+
+FORMATS = ("exercism", "exercism-jsonl", "multipl-e", "humaneval", "oxen")
+
+
+def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
+    base = root / "exercises" / "practice" if (root / "exercises" / "practice").is_dir() else root
+    problems, skipped = [], []
+    for exercise in sorted(p for p in base.iterdir() if p.is_dir()):
+        slug = exercise.name
+        manifest = exercise / "Cargo.toml"
+        example = exercise / ".meta" / "example.rs"
+        tests = sorted((exercise / "tests").glob("*.rs"))
+        if not (manifest.exists() and example.exists() and tests):
+            skipped.append(f"{slug}: missing Cargo.toml, .meta/example.rs or tests/*.rs")
+            continue
+        cargo = tomllib.loads(manifest.read_text())
+        if cargo.get("dependencies"):
+            skipped.append(f"{slug}: needs crates ({', '.join(cargo['dependencies'])})")
+            continue
+        if len(tests) > 1:
+            skipped.append(f"{slug}: more than one test file")
+            continue
+        crate = cargo.get("package", {}).get("name", slug).replace("-", "_")
+        docs = [exercise / ".docs" / name for name in ("instructions.md", "instructions.append.md")]
+        prompt = "\n\n".join(d.read_text().strip() for d in docs if d.exists()) or f"Solve the Exercism exercise {slug}."
+        stub = exercise / "src" / "lib.rs"
+        problems.append(Problem(
+            id=f"exercism/{slug}", prompt=prompt + f"\n\nImplement the library crate `{crate}` (src/lib.rs).",
+            signature=stub.read_text() if stub.exists() else "", solution=example.read_text(), tests=tests[0].read_text(),
+            test_mode="integration", crate_name=crate, include_ignored=True,
+        ))  # fmt: skip
+    return problems, skipped
+
+
+def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
+    return Problem(id=record.get("id") or f"exercism/{record['slug']}", prompt=record["prompt"], signature=record.get("stub", ""),
+                   solution=record.get("solution", ""), tests=record["tests"], test_mode="integration",
+                   crate_name=record.get("crate_name", record["slug"]).replace("-", "_"), include_ignored=True)  # fmt: skip
+
+
+def _from_multipl_e(record: dict[str, Any]) -> Problem:
+    prompt = record["prompt"]
+    header = re.search(r"^\s*(?:pub\s+)?fn\s.*$", prompt, re.MULTILINE)
+    signature = header.group(0).strip().rstrip("{").strip() if header else ""
+    tests = record["tests"].lstrip()
+    if tests.startswith("}"):  # MultiPL-E's tests close the function the prompt opened
+        tests = tests[1:]
+    return Problem(id=str(record.get("name") or record["task_id"]), prompt=f"Complete this Rust function:\n```rust\n{prompt.rstrip()}\n```",
+                   signature=signature, solution=record.get("canonical_solution", "") or "", tests=tests, test_mode="main")  # fmt: skip
+
+
+def _from_humaneval(record: dict[str, Any]) -> Problem:
+    declaration = record.get("declaration", "")
+    solution = (declaration + record["canonical_solution"]) if record.get("canonical_solution") else ""
+    return Problem(id=str(record["task_id"]), prompt=record["prompt"], signature=declaration.strip().rstrip("{").strip(),
+                   solution=solution, tests=record["test"], test_mode="unit")  # fmt: skip
+
+
+_CONVERTERS = {"exercism-jsonl": _from_exercism_jsonl, "multipl-e": _from_multipl_e, "humaneval": _from_humaneval}
+
+
+def import_problems(fmt: str, source: Path) -> tuple[list[Problem], list[str]]:
+    """Problems and the reasons records were skipped (each naming the record)."""
+    if fmt not in FORMATS:
+        raise DataError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "exercism":
+        if not source.is_dir():
+            raise DataError(f"{source}: an Exercism track directory is needed")
+        return import_exercism_dir(source)
+    problems, skipped = [], []
+    for where, record in read_records(str(source)):
+        try:
+            if isinstance(record, DataError):
+                raise record
+            problems.append(normalize(record, where) if fmt == "oxen" else _CONVERTERS[fmt](record))
+        except (KeyError, TypeError, AttributeError) as exc:
+            skipped.append(f"{where}: missing or malformed field {exc}")
+        except DataError as exc:
+            skipped.append(str(exc))
+    return problems, skipped
+
+
+def write_problems(path: Path, problems: list[Problem]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for p in problems:
+            fh.write(json.dumps(p.to_dict()) + "\n")

@@ -1,0 +1,83 @@
+"""Evaluation reports: JSON for machines, Markdown for people, PNG plots; and side-by-side comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RATE_LABELS = {"format": "format ok", "build": "builds", "clippy_clean": "clippy clean", "own_tests": "own tests pass",
+               "hidden_tests": "hidden tests pass"}  # fmt: skip
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def markdown(summary: dict[str, Any], title: str) -> str:
+    lines = [f"# {title}", "", f"{summary['problems']} problems, {summary['samples']} samples "
+             f"({summary['samples_per_problem']} per problem).", "", "| metric | value |", "|---|---|"]  # fmt: skip
+    for key, label in RATE_LABELS.items():
+        lines.append(f"| {label} (all samples) | {_pct(summary['rates'][key])} |")
+    for key, value in summary["hidden"].items():
+        lines.append(f"| hidden tests {key} | {_pct(value)} |")
+    lines += ["", "Statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())), ""]
+    lines += ["| problem | samples | build | clippy | own tests | hidden pass |", "|---|---|---|---|---|---|"]
+    for pid, row in summary["per_problem"].items():
+        lines.append(f"| {pid} | {row['samples']} | {row['build']} | {row['clippy_clean']} | {row['own_tests']} | {row['hidden_pass']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_summary(summary: dict[str, Any], path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    labels = list(RATE_LABELS.values()) + [f"hidden {k}" for k in summary["hidden"]]
+    values = [summary["rates"][k] for k in RATE_LABELS] + list(summary["hidden"].values())
+    left.barh(labels, [100 * v for v in values], color="#4c72b0")
+    left.set_xlim(0, 100)
+    left.set_xlabel("%")
+    left.set_title("Rates")
+    fractions = [row["hidden_pass"] / row["samples"] for row in summary["per_problem"].values() if row["samples"]]
+    right.hist(fractions, bins=10, range=(0, 1), color="#55a868")
+    right.set_xlabel("share of samples passing the hidden tests")
+    right.set_ylabel("problems")
+    right.set_title("Per-problem hidden-test pass rate")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_report(out_dir: Path, records: list[dict[str, Any]], summary: dict[str, Any], title: str,
+                 meta: dict[str, Any] | None = None) -> dict[str, Path]:  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"results": out_dir / "results.jsonl", "report": out_dir / "report.json", "markdown": out_dir / "report.md",
+             "plot": out_dir / "report.png"}  # fmt: skip
+    with open(paths["results"], "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+    paths["report"].write_text(json.dumps({"title": title, "meta": meta or {}, **summary}, indent=2))
+    paths["markdown"].write_text(markdown(summary, title))
+    plot_summary(summary, paths["plot"], title)
+    return paths
+
+
+def compare(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
+    """A Markdown table of two reports' headline numbers, with deltas and per-problem flips."""
+    lines = [f"| metric | {name_a} | {name_b} | delta |", "|---|---|---|---|"]
+    rows = [(RATE_LABELS[k], a["rates"].get(k), b["rates"].get(k)) for k in RATE_LABELS]
+    rows += [(f"hidden {k}", a["hidden"].get(k), b["hidden"].get(k)) for k in sorted(set(a["hidden"]) | set(b["hidden"]))]
+    for label, x, y in rows:
+        delta = "n/a" if x is None or y is None else f"{100 * (y - x):+.1f} pts"
+        lines.append(f"| {label} | {_pct(x)} | {_pct(y)} | {delta} |")
+    common = sorted(set(a["per_problem"]) & set(b["per_problem"]))
+    gained = [p for p in common if not a["per_problem"][p]["hidden_pass"] and b["per_problem"][p]["hidden_pass"]]
+    lost = [p for p in common if a["per_problem"][p]["hidden_pass"] and not b["per_problem"][p]["hidden_pass"]]
+    lines += ["", f"{len(common)} problems in both. Solved only by {name_b}: {', '.join(gained) or 'none'}. "
+              f"Solved only by {name_a}: {', '.join(lost) or 'none'}."]  # fmt: skip
+    return "\n".join(lines) + "\n"

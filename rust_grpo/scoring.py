@@ -1,0 +1,135 @@
+"""Score model outputs against cargo test suites: per-record verdicts and rewards, plus a summary.
+
+Used by ``rust-grpo score`` (existing completions) and ``rust-grpo eval`` (fresh samples). The
+verdicts come from the same sandbox pass and reward functions that training uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .data import DataError, Problem
+from .passk import pass_at_k
+from .rewards import REWARD_NAMES, REWARDS, Evaluation, GraderLike, RewardContext
+
+
+@dataclass(frozen=True)
+class Completion:
+    problem_id: str
+    text: str
+    sample: int = 0
+
+
+def read_completions(path: Path) -> tuple[list[Completion], list[str]]:
+    """Completions from JSONL; each record has ``completion`` (or ``code``) and ``problem_id`` (or ``id``).
+    Bad lines are reported by line number, not fatal."""
+    out, errors = [], []
+    counters: dict[str, int] = defaultdict(int)
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{path}:{number}: not valid JSON ({exc.msg})")
+            continue
+        if not isinstance(record, dict):
+            errors.append(f"{path}:{number}: expected an object")
+            continue
+        problem_id = record.get("problem_id", record.get("id"))
+        text = record.get("completion")
+        if text is None and isinstance(record.get("code"), str):
+            text = f"```rust\n{record['code']}\n```"
+        if problem_id is None or not isinstance(text, str):
+            errors.append(f"{path}:{number}: needs 'problem_id' (or 'id') and 'completion' (or 'code')")
+            continue
+        sample = int(record.get("sample", counters[str(problem_id)]))
+        counters[str(problem_id)] += 1
+        out.append(Completion(str(problem_id), text, sample))
+    return out, errors
+
+
+def score_completions(completions: list[Completion], problems: dict[str, Problem], grader: GraderLike,
+                      min_tests: int = 2) -> list[dict[str, Any]]:  # fmt: skip
+    """One record per completion with its verdicts and every reward component."""
+    unknown = sorted({c.problem_id for c in completions if problems and c.problem_id not in problems})
+    if unknown and len(unknown) == len({c.problem_id for c in completions}):
+        raise DataError(f"no completion matches a problem of the dataset (e.g. {unknown[0]!r})")
+    columns: dict[str, list[Any]] = {"tests": [], "test_mode": [], "crate_name": [], "include_ignored": []}
+    for c in completions:
+        p = problems.get(c.problem_id)
+        columns["tests"].append(p.tests if p else "")
+        columns["test_mode"].append(p.test_mode if p else "unit")
+        columns["crate_name"].append(p.crate_name if p else "solution")
+        columns["include_ignored"].append(p.include_ignored if p else False)
+    context = RewardContext(grader, min_tests=min_tests)
+    evaluations = context.evaluate([c.text for c in completions], columns)
+    return [_record(c, e, min_tests, known=not problems or c.problem_id in problems) for c, e in zip(completions, evaluations)]
+
+
+def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[str, Any]:
+    r = e.result
+    hidden = r.tests.hidden if r else None
+    record: dict[str, Any] = {
+        "problem_id": c.problem_id,
+        "sample": c.sample,
+        "status": r.status.value if r else "no_code",
+        "format_ok": e.parsed.format_ok,
+        "parse_problems": list(e.parsed.problems),
+        "build_ok": bool(r and r.build.ok),
+        "clippy_clean": bool(r and r.build.ok and r.clippy.ok),
+        "own_tests": {"passed": r.tests.own.passed, "total": r.tests.own.total} if r else {"passed": 0, "total": 0},
+        "own_tests_pass": bool(r and r.tests.trusted and r.tests.own.total > 0 and r.tests.own.failed == 0),
+        "meaningful_tests": e.audit.meaningful_tests if e.audit else 0,
+        "hack_flags": list(e.audit.flags) if e.audit else [],
+        "hidden_tests": {"passed": hidden.passed, "total": hidden.total} if hidden else {"passed": 0, "total": 0},
+        "hidden_pass": bool(e.has_hidden and r and r.tests.trusted and hidden and hidden.total > 0 and hidden.failed == 0
+                            and not (e.audit and e.audit.hacked)),
+        "rewards": {name: REWARDS[name](e, min_tests) for name in REWARD_NAMES},
+        "reason": r.reason if r else "; ".join(e.parsed.problems),
+        "duration_s": r.duration_s if r else 0.0,
+        "unknown_problem": not known,
+    }  # fmt: skip
+    return record
+
+
+RATE_KEYS = {"format": "format_ok", "build": "build_ok", "clippy_clean": "clippy_clean", "own_tests": "own_tests_pass",
+             "hidden_tests": "hidden_pass"}  # fmt: skip
+
+
+def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, Any]:
+    """Rates over all samples, and per-problem unbiased pass@k on the hidden tests."""
+    n = len(records)
+    by_problem: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_problem[r["problem_id"]].append(r)
+    rates = {name: (sum(bool(r[key]) for r in records) / n if n else 0.0) for name, key in RATE_KEYS.items()}
+    per_problem = {}
+    samples = min((len(v) for v in by_problem.values()), default=0)
+    pass_k: dict[str, float] = {}
+    for k in sorted({k for k in ks if k <= samples} | ({samples} if samples else set())):
+        values = [pass_at_k(len(v), sum(r["hidden_pass"] for r in v), k) for v in by_problem.values()]
+        pass_k[f"pass@{k}"] = sum(values) / len(values) if values else 0.0
+    for pid, rows in sorted(by_problem.items()):
+        per_problem[pid] = {
+            "samples": len(rows),
+            "build": sum(r["build_ok"] for r in rows),
+            "clippy_clean": sum(r["clippy_clean"] for r in rows),
+            "own_tests": sum(r["own_tests_pass"] for r in rows),
+            "hidden_pass": sum(r["hidden_pass"] for r in rows),
+        }
+    statuses: dict[str, int] = defaultdict(int)
+    for r in records:
+        statuses[r["status"]] += 1
+    mean_rewards = {name: _mean([r["rewards"][name] for r in records]) for name in REWARD_NAMES}
+    return {"samples": n, "problems": len(by_problem), "samples_per_problem": samples, "rates": rates, "hidden": pass_k,
+            "statuses": dict(statuses), "mean_rewards": mean_rewards, "per_problem": per_problem}  # fmt: skip
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None

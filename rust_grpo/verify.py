@@ -1,0 +1,81 @@
+"""Check a problem set: every reference solution passes its hidden tests, and a stub whose
+function bodies are all ``todo!()`` fails them (so the tests really test something)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from reward_sandbox import Result, Status
+
+from .audit import matching_brace, strip_comments_and_strings
+from .data import Problem
+
+MIN_ASSERTS = 4
+_FN_HEADER = re.compile(r"\bfn\s+[A-Za-z_][A-Za-z0-9_]*\s*(?:<[^{;]*?>)?\s*\([^{;]*?\)[^{;]*?\{", re.DOTALL)
+_ASSERTS = re.compile(r"\b(?:assert|assert_eq|assert_ne|debug_assert\w*)!")
+
+
+def make_stub(solution: str) -> str:
+    """The solution with every outermost function body replaced by ``todo!()``."""
+    clean = strip_comments_and_strings(solution)
+    out, pos = [], 0
+    for m in _FN_HEADER.finditer(clean):
+        if m.start() < pos:
+            continue  # nested inside a body we already replaced
+        open_brace = m.end() - 1
+        close = matching_brace(clean, open_brace)
+        out.append(solution[pos : open_brace + 1])
+        out.append("\n    todo!()\n}")
+        pos = close + 1
+    out.append(solution[pos:])
+    return "".join(out)
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def verify_jobs(problem: Problem) -> list[dict[str, Any]]:
+    base = {"tests": problem.tests, "test_mode": problem.test_mode, "crate_name": problem.crate_name,
+            "include_ignored": problem.include_ignored}
+    return [
+        {"id": f"{problem.id}#reference", "source": problem.solution, **base},
+        {"id": f"{problem.id}#stub", "source": make_stub(problem.solution), **base},
+    ]
+
+
+def judge(problem: Problem, reference: Result, stub: Result, include_ignored: bool = False) -> list[str]:
+    """Reasons this problem fails verification (empty when it passes)."""
+    reasons = []
+    if not problem.solution.strip():
+        reasons.append("no reference solution")
+    if not problem.tests.strip():
+        reasons.append("no hidden tests")
+    elif problem.test_mode != "main" and len(_ASSERTS.findall(problem.tests)) < MIN_ASSERTS:
+        reasons.append(f"fewer than {MIN_ASSERTS} asserts in the hidden tests")
+    if reference.status is not Status.OK or reference.tests.hidden.passed == 0:
+        detail = reference.reason or reference.status.value
+        reasons.append(f"reference does not pass: {detail}")
+    if stub.status is Status.OK:
+        reasons.append("a todo!() stub passes the tests (they check nothing)")
+    if stub.status is Status.SANDBOX_ERROR or reference.status is Status.SANDBOX_ERROR:
+        reasons.append(f"sandbox error: {reference.reason or stub.reason}")
+    return reasons
+
+
+def verify_problems(problems: list[Problem], grader: Any) -> VerifyReport:
+    jobs = [job for p in problems for job in verify_jobs(p)]
+    results = grader.grade(jobs)
+    report = VerifyReport(checked=len(problems))
+    for i, problem in enumerate(problems):
+        reasons = judge(problem, results[2 * i], results[2 * i + 1])
+        report.failures += [f"{problem.id}: {reason}" for reason in reasons]
+    return report
