@@ -1,0 +1,61 @@
+from pathlib import Path
+
+import pytest
+
+from rust_grpo.config import ConfigError, load_config
+
+CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_loads(path):
+    cfg = load_config(path)
+    assert cfg.train.num_generations >= 2
+
+
+def test_presets_say_what_they_claim():
+    oxen = load_config("configs/oxen-1.5b.toml")
+    assert oxen.model.name_or_path == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    assert (oxen.lora.r, oxen.lora.alpha, oxen.lora.target_modules) == (16, 64, "all-linear")
+    assert (oxen.train.num_generations, oxen.train.learning_rate, oxen.train.beta, oxen.train.loss_type) == (4, 5e-6, 0.04, "grpo")
+    modern = load_config("configs/modern-1.5b.toml")
+    assert modern.vllm.enabled and modern.vllm.mode == "colocate"
+    assert modern.train.epsilon_high > modern.train.epsilon and modern.train.loss_type == "dapo"
+    assert modern.train.num_generations > oxen.train.num_generations
+    assert load_config("configs/tiny-cpu.toml").model.tiny
+
+
+def test_overrides_are_typed_toml_values():
+    cfg = load_config("configs/tiny-cpu.toml", ["train.learning_rate=1e-5", "train.output_dir=/tmp/x", "reward.weights={build=3}"])
+    assert cfg.train.learning_rate == 1e-5
+    assert cfg.train.output_dir == "/tmp/x"
+    assert cfg.reward.weights["build"] == 3.0 and cfg.reward.weights["format"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["train.lr=1"], "unknown key train.lr"),
+        (["nope.x=1"], "unknown section [nope]"),
+        (["train.max_steps=many"], "train.max_steps must be int"),
+        (["train.num_generations=3"], "must be divisible by train.num_generations (3)"),
+        (["train.num_generations=1"], "num_generations must be >= 2"),
+        (["reward.weights={speed=1}"], "unknown reward(s) ['speed']"),
+        (["vllm.mode=remote"], "vllm.mode must be colocate or server"),
+        (["reward.isolation=none"], "reward.isolation must be"),
+        (["learning_rate=1"], "use section.key=value"),
+    ],
+)
+def test_bad_configs_fail_with_the_key_and_the_fix(overrides, message):
+    with pytest.raises(ConfigError) as info:
+        load_config("configs/tiny-cpu.toml", overrides)
+    assert message in str(info.value)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "none.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[train\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(bad)

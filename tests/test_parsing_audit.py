@@ -1,0 +1,94 @@
+import pytest
+
+from rust_grpo.audit import audit_code, strip_comments_and_strings
+from rust_grpo.parsing import completion_text, parse_completion
+
+GOOD = "<think>\nAdd them.\n</think>\n```rust\npub fn add(a: i32, b: i32) -> i32 { a + b }\n```\n"
+
+
+def test_well_formed_answer():
+    p = parse_completion(GOOD)
+    assert p.format_ok and p.think == "Add them." and p.rust_blocks == 1
+    assert p.code == "pub fn add(a: i32, b: i32) -> i32 { a + b }\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("```rust\nfn f() {}\n```", "no <think>"),
+        ("<think>x</think> no code here", "no fenced code block"),
+        ("<think>x</think>\n```rust\nfn f() {", "unterminated"),
+        ("<think>x</think>\n```rust\nfn a() {}\n```\n```rust\nfn b() {}\n```", "2 rust blocks"),
+        ("<think>x</think>\n```python\nprint(1)\n```", "not tagged ```rust"),
+        ("```rust\nfn f() {}\n```\n<think>late</think>", "before </think>"),
+        ("<think>x", "unclosed <think>"),
+    ],
+)
+def test_malformed_answers_are_not_format_ok(text, problem):
+    p = parse_completion(text)
+    assert not p.format_ok
+    assert any(problem in msg for msg in p.problems), p.problems
+
+
+def test_windows_newlines_and_untagged_single_block():
+    p = parse_completion("<think>a</think>\r\n```\r\nfn f() {}\r\n```\r\n")
+    assert p.code == "fn f() {}\n" and not p.format_ok
+
+
+def test_conversational_completions():
+    assert completion_text([{"role": "assistant", "content": "hi"}]) == "hi"
+    assert completion_text("plain") == "plain"
+
+
+CODE = """
+pub fn add(a: i32, b: i32) -> i32 { a + b } // "}" in a comment
+pub struct P;
+impl P { pub fn go(&self) -> u8 { 1 } }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test] fn real() { assert_eq!(add(1, 2), 3); }
+    #[test] fn always_true() { assert!(true); }
+    #[test] fn self_equal() { let x = add(1, 1); assert_eq!(x, x); }
+    #[test] fn literals_only() { assert_eq!(1 + 1, 2); }
+    #[test] fn method() { assert_eq!(P.go(), 1); }
+    #[test] #[should_panic] fn panics() { add(i32::MAX, 1); }
+    #[test] fn braces_in_strings() { let s = "{"; assert_eq!(add(0, 0), s.len() as i32 - 1); }
+    #[test] #[ignore] fn ignored() { assert_eq!(add(1, 1), 2); }
+    #[test] fn no_assert() { add(1, 1); }
+}
+"""
+
+
+def test_only_meaningful_tests_count():
+    audit = audit_code(CODE)
+    verdicts = {t.name.split("::")[-1]: t.meaningful for t in audit.tests}
+    assert verdicts == {
+        "real": True, "always_true": False, "self_equal": False, "literals_only": False, "method": True,
+        "panics": True, "braces_in_strings": True, "ignored": False, "no_assert": False,
+    }  # fmt: skip
+    assert audit.meaningful_tests == 4
+    assert {"add", "P", "go"} <= audit.defined and not audit.hacked
+
+
+@pytest.mark.parametrize(
+    ("code", "flag"),
+    [
+        ("pub fn f() -> i32 { std::process::exit(0) }", "exits the process"),
+        ("pub fn f() { std::process::abort() }", "exits the process"),
+        ("macro_rules! assert_eq { ($a:expr, $b:expr) => {}; }\npub fn f() {}", "redefines an assert macro"),
+    ],
+)
+def test_cheating_code_is_flagged(code, flag):
+    assert flag in audit_code(code).flags
+
+
+def test_exit_inside_tests_only_is_not_flagged():
+    code = "pub fn f() -> i32 { 1 }\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() { if super::f() != 1 { std::process::exit(1) } }\n}\n"
+    assert not audit_code(code).hacked
+
+
+def test_strip_keeps_positions():
+    code = 'let s = "a // b"; // c\nlet r = r#"x"#; /* y */ let c = \'{\';'
+    clean = strip_comments_and_strings(code)
+    assert len(clean) == len(code) and "//" not in clean and "{" not in clean and clean.count("\n") == 1

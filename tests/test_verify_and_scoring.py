@@ -1,0 +1,101 @@
+"""`rust-grpo data verify`, `data filter`, `score` and `compare`, on real programs in the sandbox."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rust_grpo.data import load_problems
+from rust_grpo.passk import pass_at_k
+from rust_grpo.report import compare
+from rust_grpo.scoring import Completion, score_completions, summarize
+from rust_grpo.verify import verify_problems
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.cargo
+
+
+def run_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "rust_grpo.cli", *args], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+@pytest.mark.slow
+def test_every_shipped_reference_passes_and_every_stub_fails():
+    proc = run_cli("data", "verify", "data/train.jsonl", "data/eval.jsonl")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "164/164 problems verified" in proc.stdout and "41/41 problems verified" in proc.stdout
+
+
+def test_verify_catches_broken_references_and_tests_that_test_nothing(grader, tmp_path):
+    rows = [
+        {"id": "ok", "prompt": "p", "signature": "pub fn one() -> i32", "solution": "pub fn one() -> i32 { 1 }",
+         "tests": "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one() + 1, 2); assert!(one() > 0); assert_ne!(one(), 2); }"},
+        {"id": "wrong", "prompt": "p", "solution": "pub fn one() -> i32 { 2 }",
+         "tests": "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); }"},
+        {"id": "vacuous", "prompt": "p", "solution": "pub fn one() -> i32 { 1 }",
+         "tests": "#[test]\nfn a() { assert!(true); assert!(true); assert!(true); assert!(true); }"},
+    ]  # fmt: skip
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = verify_problems(load_problems(str(path)), grader)
+    assert report.checked == 3
+    assert [f.split(":")[0] for f in report.failures] == ["wrong", "vacuous"]
+    assert "reference does not pass" in report.failures[0] and "stub passes" in report.failures[1]
+
+
+def test_filter_keeps_only_rows_whose_code_passes(tmp_path):
+    rows = [
+        {"task_id": "good", "rust_prompt": "p", "rust_code": "pub fn f() -> u8 { 1 }", "rust_test_list": "#[test]\nfn t() { assert_eq!(f(), 1); }"},
+        {"task_id": "bad", "rust_prompt": "p", "rust_code": "pub fn f() -> u8 { 2 }", "rust_test_list": "#[test]\nfn t() { assert_eq!(f(), 1); }"},
+        {"task_id": "broken", "rust_prompt": "p", "rust_code": "pub fn f( -> u8", "rust_test_list": ""},
+    ]  # fmt: skip
+    src = tmp_path / "gen.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = run_cli("data", "filter", str(src), "--out", str(tmp_path / "kept.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    kept = [json.loads(line)["id"] for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
+    assert kept == ["good"] and "kept 1/3" in proc.stdout
+
+
+def test_pass_at_k_matches_the_definition():
+    assert pass_at_k(10, 0, 1) == 0.0 and pass_at_k(10, 10, 5) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(1 - 3 / 6)  # 1 - C(3,2)/C(4,2)
+    assert pass_at_k(5, 2, 5) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k(3, 1, 4)
+
+
+def test_score_summary_and_report_files(grader, tmp_path):
+    problems = {p.id: p for p in load_problems(str(ROOT / "data" / "eval.jsonl"))}
+    pid = next(iter(problems))
+    right = f"<think>ok</think>\n```rust\n{problems[pid].solution}\n```"
+    completions = [Completion(pid, right, 0), Completion(pid, "<think>?</think>", 1), Completion(pid, "```rust\nfn x( {\n```", 2),
+                   Completion(pid, right, 3)]  # fmt: skip
+    records = score_completions(completions, problems, grader)
+    assert [r["hidden_pass"] for r in records] == [True, False, False, True]
+    assert [r["status"] for r in records] == ["ok", "no_code", "compile_error", "ok"]
+    summary = summarize(records)
+    assert summary["hidden"]["pass@1"] == pytest.approx(0.5) and summary["hidden"]["pass@4"] == 1.0
+    assert summary["rates"]["build"] == 0.5 and summary["per_problem"][pid]["hidden_pass"] == 2
+
+
+def test_score_cli_writes_json_markdown_and_png_and_compare_reads_them(tmp_path):
+    problems = load_problems(str(ROOT / "data" / "eval.jsonl"))[:2]
+    good = [{"problem_id": p.id, "completion": f"<think>t</think>\n```rust\n{p.solution}\n```"} for p in problems]
+    bad = [{"problem_id": p.id, "code": "pub fn nothing() {}"} for p in problems]
+    for name, rows in (("good", good), ("bad", bad + ["{not json"])):
+        (tmp_path / f"{name}.jsonl").write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+        proc = run_cli("score", str(tmp_path / f"{name}.jsonl"), "--dataset", "data/eval.jsonl", "--out", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr
+        for f in ("report.json", "report.md", "report.png", "results.jsonl"):
+            assert (tmp_path / name / f).stat().st_size > 0
+    assert "not valid JSON" in proc.stderr
+    a, b = (json.loads((tmp_path / n / "report.json").read_text()) for n in ("bad", "good"))
+    assert a["rates"]["hidden_tests"] == 0.0 and b["rates"]["hidden_tests"] == 1.0
+    table = compare(a, b, "bad", "good")
+    assert "+100.0 pts" in table and problems[0].id in table
+    proc = run_cli("compare", str(tmp_path / "bad" / "report.json"), str(tmp_path / "good" / "report.json"))
+    assert proc.returncode == 0 and "| hidden tests pass | 0.0% | 100.0% | +100.0 pts |" in proc.stdout
