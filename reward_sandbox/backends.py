@@ -45,8 +45,9 @@ def _compile_step(name: str, argv: list[str], limits: Limits, when: str = "alway
     )  # fmt: skip
 
 
-def _run_step(argv: list[str], limits: Limits, when: str) -> Step:
-    return Step(
+def _run_step(argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
+    """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`."""
+    return Step(cwd=cwd, 
         name="run", argv=argv, wall_s=limits.run_wall_s, cpu_s=limits.run_cpu_s, memory_mb=limits.run_memory_mb,
         procs=limits.run_procs, file_size_mb=limits.file_size_mb, open_files=limits.open_files,
         output_bytes=limits.output_kb * 1024, env={"RUSTC_BOOTSTRAP": "1"}, when=when,
@@ -75,7 +76,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, lim
         steps = [
             _compile_step("lib", lib, limits),
             _compile_step("testc", test_crate, limits, when="ok:lib"),
-            _run_step([f"{work}/test_bin", *libtest_args(job)], limits, when="ok:testc"),
+            _run_step([f"{work}/test_bin", *libtest_args(job)], limits, when="ok:testc", cwd=src),
         ]
         return Plan(steps, build=["lib"], lint=["lib"], test_compile="testc", run="run")
     if not job.has_tests:
@@ -84,7 +85,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, lim
     steps = [
         _compile_step("testc", test_build, limits),
         _compile_step("check", check, limits, when="failed:testc"),
-        _run_step([f"{work}/test_bin", *libtest_args(job)], limits, when="ok:testc"),
+        _run_step([f"{work}/test_bin", *libtest_args(job)], limits, when="ok:testc", cwd=src),
     ]
     return Plan(steps, build=["testc", "check"], lint=["testc", "check"], test_compile="testc", run="run")
 
@@ -133,6 +134,7 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, li
         return Plan(steps, build=["build"], lint=["clippy"], test_compile=None, run=None)
     steps += [
         cargo_step("testc", ["test", "--no-run", *manifest], when="ok:build"),
-        _run_step(["/bin/sh", "-c", find_and_run, "sh", *libtest_args(job)], limits, when="ok:testc"),
+        _run_step(["/bin/sh", "-c", f"cd proj && {find_and_run.replace('proj/target', 'target')}", "sh", *libtest_args(job)],
+                  limits, when="ok:testc"),  # fmt: skip
     ]
     return Plan(steps, build=["build"], lint=["clippy"], test_compile="testc", run="run")

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 from .assemble import GENERATED_FILES, Assembly, assemble
-from .backends import CARGO, FAST, Plan, cargo_files, cargo_plan, fast_plan
+from .backends import CARGO, FAST, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
 from .diagnostics import dedupe, parse_diagnostics
 from .isolation import BWRAP, bwrap_argv, host_env, layout_for, rlimits_argv, slot_uid
-from .jobs import Job
+from .jobs import Job, TestMode
 from .limits import Limits
 from .process import DriverOutcome, driver_script, kill_uid_processes, run_driver
 from .results import BuildReport, ClippyReport, Diagnostic, Result, TestReport
@@ -45,7 +45,7 @@ def grade_job(job: Job, *, toolchain: Toolchain, level: str, limits: Limits, bac
         asm = assemble(job)
         layout = layout_for(level, toolchain, src, work)
         plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, toolchain, limits)
-        files = cargo_files(job, asm) if backend == CARGO else asm.files
+        files = cargo_files(job, asm) if backend == CARGO else {**asm.files, "Cargo.toml": cargo_manifest(job)}
         for rel, text in {**files, "driver.sh": driver_script(plan.steps, layout.work)}.items():
             path = src / rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -115,7 +115,7 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome) -> Res
     tests, tail = TestReport(), ""
     run = steps.get(plan.run) if plan.run else None
     if run is not None and run.started:
-        tests = parse_test_log(run.output, asm.nonce, run.exit_code)
+        tests = parse_test_log(run.output, asm.nonce, run.exit_code, all_hidden=job.test_mode is TestMode.INTEGRATION)
         tail = tests.output[-TAIL_BYTES:]
     resource = _resource_status(outcome)
     test_compile_failed = build_ok and plan.test_compile is not None and steps[plan.test_compile].exit_code not in (0, None)

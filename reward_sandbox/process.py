@@ -39,6 +39,7 @@ class Step:
     output_bytes: int
     env: dict[str, str] = field(default_factory=dict)
     when: str = "always"
+    cwd: str = ""  # run from this directory (default: the work dir)
 
 
 @dataclass
@@ -78,6 +79,8 @@ def driver_script(steps: list[Step], work_dir: str) -> str:
         ]
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
         command = " ".join(shlex.quote(a) for a in step.argv)
+        if step.cwd:
+            command = f"sh -c 'cd \"$0\" && exec \"$@\"' {shlex.quote(step.cwd)} {command}"
         body = (
             f"echo 'begin {step.name}' >&{CONTROL_FD}; "
             f"{env + ' ' if env else ''}prlimit {' '.join(limits)} -- {command} >&{fd} 2>&{fd} {close_all}; "

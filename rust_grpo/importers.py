@@ -57,12 +57,14 @@ def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
             id=f"exercism/{slug}", prompt=prompt + f"\n\nImplement the library crate `{crate}` (src/lib.rs).",
             signature=stub.read_text() if stub.exists() else "", solution=example.read_text(), tests=tests[0].read_text(),
             test_mode="integration", crate_name=crate, include_ignored=True,
+            edition=str(cargo.get("package", {}).get("edition", "2021")),
         ))  # fmt: skip
     return problems, skipped
 
 
 def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
-    return Problem(id=record.get("id") or f"exercism/{record['slug']}", prompt=record["prompt"], signature=record.get("stub", ""),
+    edition = tomllib.loads(record["cargo_toml"]).get("package", {}).get("edition", "2021") if record.get("cargo_toml") else "2021"
+    return Problem(edition=str(edition), id=record.get("id") or f"exercism/{record['slug']}", prompt=record["prompt"], signature=record.get("stub", ""),
                    solution=record.get("solution", ""), tests=record["tests"], test_mode="integration",
                    crate_name=record.get("crate_name", record["slug"]).replace("-", "_"), include_ignored=True)  # fmt: skip
 

@@ -65,24 +65,26 @@ class RewardContext:
         modes = _column(columns, "test_mode", len(texts), "unit")
         crates = _column(columns, "crate_name", len(texts), "solution")
         ignored = _column(columns, "include_ignored", len(texts), False)
-        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates), tuple(ignored))
+        editions = _column(columns, "edition", len(texts), "2021")
+        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates), tuple(ignored), tuple(editions))
         with self._lock:
             if key in self._memo:
                 return self._memo[key]
-            evaluations = self._grade(texts, tests, modes, crates, ignored, columns)
+            evaluations = self._grade(texts, tests, modes, crates, ignored, editions, columns)
             self._memo[key] = evaluations
             while len(self._memo) > 8:
                 self._memo.popitem(last=False)
         return evaluations
 
     def _grade(self, texts: list[str], tests: list[str], modes: list[str], crates: list[str], ignored: list[bool],
-               columns: dict[str, Any]) -> list[Evaluation]:  # fmt: skip
+               editions: list[str], columns: dict[str, Any]) -> list[Evaluation]:  # fmt: skip
         parsed = [parse_completion(t) for t in texts]
         jobs, owners = [], []
         for i, p in enumerate(parsed):
             if p.code is None:
                 continue
-            job: dict[str, Any] = {"id": str(i), "source": p.code, "test_mode": modes[i] or "unit", "crate_name": crates[i] or "solution"}
+            job: dict[str, Any] = {"id": str(i), "source": p.code, "test_mode": modes[i] or "unit",
+                                   "crate_name": crates[i] or "solution", "edition": str(editions[i] or "2021")}  # fmt: skip
             if tests[i]:
                 job["tests"] = tests[i]
                 job["include_ignored"] = bool(ignored[i])

@@ -63,23 +63,18 @@ class VerifyReport:
 
 
 def verify_jobs(problem: Problem) -> list[dict[str, Any]]:
-    base = {"tests": problem.tests, "test_mode": problem.test_mode, "crate_name": problem.crate_name,
-            "include_ignored": problem.include_ignored}
-    return [
-        {"id": f"{problem.id}#reference", "source": problem.solution, **base},
-        {"id": f"{problem.id}#stub", "source": make_stub(problem.solution), **base},
-    ]
+    return [problem.job(problem.solution, f"{problem.id}#reference"), problem.job(make_stub(problem.solution), f"{problem.id}#stub")]
 
 
-def judge(problem: Problem, reference: Result, stub: Result, include_ignored: bool = False) -> list[str]:
+def judge(problem: Problem, reference: Result, stub: Result, min_asserts: int = MIN_ASSERTS) -> list[str]:
     """Reasons this problem fails verification (empty when it passes)."""
     reasons = []
     if not problem.solution.strip():
         reasons.append("no reference solution")
     if not problem.tests.strip():
         reasons.append("no hidden tests")
-    elif problem.test_mode != "main" and len(_ASSERTS.findall(problem.tests)) < MIN_ASSERTS:
-        reasons.append(f"fewer than {MIN_ASSERTS} asserts in the hidden tests")
+    elif len(_ASSERTS.findall(problem.tests)) < min_asserts:
+        reasons.append(f"fewer than {min_asserts} asserts in the hidden tests")
     if reference.status is not Status.OK or reference.tests.hidden.passed == 0:
         detail = reference.reason or reference.status.value
         reasons.append(f"reference does not pass: {detail}")
@@ -90,11 +85,11 @@ def judge(problem: Problem, reference: Result, stub: Result, include_ignored: bo
     return reasons
 
 
-def verify_problems(problems: list[Problem], grader: Any) -> VerifyReport:
+def verify_problems(problems: list[Problem], grader: Any, min_asserts: int = MIN_ASSERTS) -> VerifyReport:
     jobs = [job for p in problems for job in verify_jobs(p)]
     results = grader.grade(jobs)
     report = VerifyReport(checked=len(problems))
     for i, problem in enumerate(problems):
-        reasons = judge(problem, results[2 * i], results[2 * i + 1])
+        reasons = judge(problem, results[2 * i], results[2 * i + 1], min_asserts)
         report.failures += [f"{problem.id}: {reason}" for reason in reasons]
     return report

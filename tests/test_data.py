@@ -32,7 +32,7 @@ def test_bad_records_are_named_and_skipped_not_fatal(tmp_path, caplog):
     assert [p.id for p in problems] == ["ok"]
     assert "d.jsonl:2: not valid JSON" in caplog.text and "d.jsonl:3: missing 'id'" in caplog.text
     assert "d.jsonl:4 (id=x): missing 'prompt'" in caplog.text
-    with pytest.raises(DataError, match="d.jsonl:2"):
+    with pytest.raises(DataError, match=r"d\.jsonl:2"):
         load_problems(str(path), strict=True)
 
 

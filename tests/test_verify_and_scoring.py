@@ -86,7 +86,7 @@ def test_score_cli_writes_json_markdown_and_png_and_compare_reads_them(tmp_path)
     problems = load_problems(str(ROOT / "data" / "eval.jsonl"))[:2]
     good = [{"problem_id": p.id, "completion": f"<think>t</think>\n```rust\n{p.solution}\n```"} for p in problems]
     bad = [{"problem_id": p.id, "code": "pub fn nothing() {}"} for p in problems]
-    for name, rows in (("good", good), ("bad", bad + ["{not json"])):
+    for name, rows in (("good", good), ("bad", [*bad, "{not json"])):
         (tmp_path / f"{name}.jsonl").write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
         proc = run_cli("score", str(tmp_path / f"{name}.jsonl"), "--dataset", "data/eval.jsonl", "--out", str(tmp_path / name))
         assert proc.returncode == 0, proc.stderr

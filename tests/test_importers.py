@@ -1,0 +1,99 @@
+"""Importers for external suites, on small fixtures written here, graded in the real sandbox."""
+
+import json
+
+import pytest
+
+from reward_sandbox import Status
+from rust_grpo.importers import import_problems
+from rust_grpo.verify import verify_problems
+
+from .conftest import SHARED
+
+pytestmark = pytest.mark.cargo
+
+
+def exercism_track(root):
+    ex = root / "exercises" / "practice" / "tiny-sum"
+    (ex / ".meta").mkdir(parents=True)
+    (ex / "src").mkdir()
+    (ex / "tests").mkdir()
+    (ex / ".docs").mkdir()
+    (ex / "Cargo.toml").write_text('[package]\nname = "tiny-sum"\nversion = "0.1.0"\nedition = "2021"\n')
+    (ex / ".docs" / "instructions.md").write_text("# Instructions\n\nAdd two numbers.")
+    (ex / "src" / "lib.rs").write_text("pub fn sum(a: u32, b: u32) -> u32 {\n    todo!()\n}\n")
+    (ex / ".meta" / "example.rs").write_text("pub fn sum(a: u32, b: u32) -> u32 {\n    a + b\n}\n")
+    (ex / "tests" / "tiny-sum.rs").write_text(
+        "use tiny_sum::*;\n\n#[test]\nfn one() {\n    assert_eq!(sum(1, 1), 2);\n}\n\n"
+        "#[test]\n#[ignore]\nfn two() {\n    assert_eq!(sum(2, 3), 5);\n}\n#[test]\n#[ignore]\nfn three() {\n    assert_eq!(sum(0, 0), 0);\n    assert_eq!(sum(9, 1), 10);\n}\n"
+    )
+    dep = root / "exercises" / "practice" / "needs-crate"
+    (dep / ".meta").mkdir(parents=True)
+    (dep / "tests").mkdir()
+    (dep / "Cargo.toml").write_text('[package]\nname = "needs-crate"\nversion = "0.1.0"\n\n[dependencies]\nrand = "0.8"\n')
+    (dep / ".meta" / "example.rs").write_text("")
+    (dep / "tests" / "needs-crate.rs").write_text("")
+    return root
+
+
+def test_exercism_track_directory(tmp_path, grader):
+    problems, skipped = import_problems("exercism", exercism_track(tmp_path))
+    (p,) = problems
+    assert p.id == "exercism/tiny-sum" and p.crate_name == "tiny_sum" and p.test_mode == "integration" and p.include_ignored
+    assert "Add two numbers." in p.prompt and "todo!()" in p.signature
+    assert skipped == ["needs-crate: needs crates (rand)"]
+    report = verify_problems(problems, grader, min_asserts=1)
+    assert report.ok, report.failures
+    (r,) = grader.grade([{"id": "x", "source": p.solution, "tests": p.tests, "test_mode": "integration", "crate_name": p.crate_name,
+                          "include_ignored": True}])  # fmt: skip
+    assert r.tests.counts.passed == 3  # the #[ignore] tests ran too
+
+
+def test_multipl_e_rows(tmp_path, grader):
+    row = {"name": "HumanEval_0_add", "prompt": "/// Add x and y\nfn add(x: isize, y: isize) -> isize {\n",
+           "tests": "}\n\nfn main() {\n    let candidate = add;\n    assert_eq!(candidate(1, 2), 3);\n    assert_eq!(candidate(0, 0), 0);\n}\n",
+           "stop_tokens": ["\n}"]}  # fmt: skip
+    path = tmp_path / "mpe.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps({"name": "broken"}) + "\n")
+    problems, skipped = import_problems("multipl-e", path)
+    (p,) = problems
+    assert p.test_mode == "main" and p.signature == "fn add(x: isize, y: isize) -> isize" and not p.tests.startswith("}")
+    assert len(skipped) == 1 and "mpe.jsonl:2" in skipped[0]
+    ok, bad = grader.grade([
+        {"id": "ok", "source": "pub fn add(x: isize, y: isize) -> isize { x + y }", "tests": p.tests, "test_mode": "main"},
+        {"id": "bad", "source": "pub fn add(x: isize, y: isize) -> isize { x * y }", "tests": p.tests, "test_mode": "main"},
+    ])  # fmt: skip
+    assert ok.status is Status.OK and bad.status is Status.TEST_FAILURE
+
+
+def test_humaneval_style_cfg_test_suites(tmp_path, grader):
+    row = {"task_id": "Rust/0", "prompt": "Return double.", "declaration": "fn double(x: i32) -> i32 {\n",
+           "canonical_solution": "    x * 2\n}\n",
+           "test": "\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn test_double() {\n        assert_eq!(double(2), 4);\n        assert_eq!(double(-1), -2);\n        assert_eq!(double(0), 0);\n        assert_eq!(double(5), 10);\n    }\n}\n"}  # fmt: skip
+    path = tmp_path / "he.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    (p,), _ = import_problems("humaneval", path)
+    assert p.test_mode == "unit" and p.solution.startswith("fn double")
+    report = verify_problems([p], grader)
+    assert report.ok, report.failures
+
+
+def test_oxen_parquet(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"task_id": ["t1"], "rust_prompt": ["Add"], "rust_code": ["pub fn f() {}"], "rust_test_list": ["#[test] fn a() {}"]}),
+                   tmp_path / "oxen.parquet")  # fmt: skip
+    (p,), skipped = import_problems("oxen", tmp_path / "oxen.parquet")
+    assert (p.id, p.prompt, p.solution) == ("t1", "Add", "pub fn f() {}") and skipped == []
+
+
+@pytest.mark.shared
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl").exists(), reason="../shared evalsets absent")
+def test_real_exercism_suite_references_pass_and_stubs_fail(grader):
+    problems, skipped = import_problems("exercism-jsonl", SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl")
+    assert len(problems) == 97 and not skipped
+    sample = problems[::8]  # the full set runs in `make bench`
+    report = verify_problems(sample, grader, min_asserts=1)
+    assert report.ok, report.failures
