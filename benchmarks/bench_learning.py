@@ -23,8 +23,8 @@ from rust_grpo.train import train
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=16)
-    parser.add_argument("--warm-start-steps", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--warm-start-steps", type=int, default=100)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--out", type=Path, default=Path("runs/bench/learning"))
     args = parser.parse_args()

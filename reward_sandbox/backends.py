@@ -47,7 +47,7 @@ def _compile_step(name: str, argv: list[str], limits: Limits, when: str = "alway
 
 def _run_step(argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
     """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`."""
-    return Step(cwd=cwd, 
+    return Step(cwd=cwd,
         name="run", argv=argv, wall_s=limits.run_wall_s, cpu_s=limits.run_cpu_s, memory_mb=limits.run_memory_mb,
         procs=limits.run_procs, file_size_mb=limits.file_size_mb, open_files=limits.open_files,
         output_bytes=limits.output_kb * 1024, env={"RUSTC_BOOTSTRAP": "1"}, when=when,
@@ -135,6 +135,6 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, li
     steps += [
         cargo_step("testc", ["test", "--no-run", *manifest], when="ok:build"),
         _run_step(["/bin/sh", "-c", f"cd proj && {find_and_run.replace('proj/target', 'target')}", "sh", *libtest_args(job)],
-                  limits, when="ok:testc"),  # fmt: skip
+                  limits, when="ok:testc"),
     ]
     return Plan(steps, build=["build"], lint=["clippy"], test_compile="testc", run="run")

@@ -1,0 +1,88 @@
+"""The HTTP reward service and its client, on loopback, with the real sandbox behind it."""
+
+import argparse
+import socket
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+
+from reward_sandbox import Grader, Status  # noqa: E402
+from reward_sandbox.cache import ResultCache  # noqa: E402
+from reward_sandbox.client import RemoteGrader, RemoteGraderError  # noqa: E402
+from reward_sandbox.server import create_app, is_loopback, serve  # noqa: E402
+from rust_grpo.rewards import RewardContext, build_reward_functions  # noqa: E402
+
+from .conftest import TEST_LIMITS  # noqa: E402
+
+pytestmark = pytest.mark.cargo
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
+    port = free_port()
+    config = uvicorn.Config(create_app(grader, token="s3cret", max_batch=3, max_queue=8), host="127.0.0.1", port=port, log_level="error")
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+    grader.close()
+
+
+def test_grades_batches_in_order_with_a_token(server):
+    client = RemoteGrader(server, token="s3cret", retries=0)
+    results = client.grade([{"id": "a", "source": "pub fn f() -> u8 { 1 }"}, {"id": "b", "source": "pub fn f( {"}, {"id": "c"}])
+    assert [r.id for r in results] == ["a", "b", "c"]
+    assert [r.status for r in results] == [Status.OK, Status.COMPILE_ERROR, Status.INVALID_INPUT]
+
+
+def test_rejects_bad_tokens_and_oversized_batches(server):
+    with pytest.raises(RemoteGraderError, match="401"):
+        RemoteGrader(server, token="wrong", retries=0).grade([{"id": "a", "source": "fn f() {}"}])
+    with pytest.raises(RemoteGraderError, match="413"):
+        RemoteGrader(server, token="s3cret", retries=0).grade([{"id": str(i), "source": "fn f() {}"} for i in range(4)])
+
+
+def test_health_and_metrics(server):
+    import json
+    import urllib.request
+
+    health = json.loads(urllib.request.urlopen(f"{server}/healthz").read())
+    assert health["status"] == "ok" and health["isolation"] in ("bwrap", "rlimits")
+    request = urllib.request.Request(f"{server}/metrics", headers={"Authorization": "Bearer s3cret"})
+    text = urllib.request.urlopen(request).read().decode()
+    assert "reward_sandbox_queue_depth 0" in text and "reward_sandbox_jobs_total" in text
+
+
+def test_a_dead_server_degrades_to_unknown_rewards_not_a_crash(caplog):
+    client = RemoteGrader(f"http://127.0.0.1:{free_port()}", retries=1, backoff_s=0.01, timeout_s=2)
+    context = RewardContext(client)
+    funcs, _ = build_reward_functions(context, {})
+    completion = "<think>x</think>\n```rust\npub fn f() -> u8 { 1 }\n```"
+    values = {f.__name__: f(prompts=[None], completions=[completion], tests=["#[test]\nfn t() { assert_eq!(f(), 1); }"])[0] for f in funcs}
+    assert values["build"] is None and values["hidden_tests"] is None and values["format"] == 1.0
+    assert "retry 1/1" in caplog.text and "reward grading failed" in caplog.text
+
+
+def test_refuses_to_serve_publicly_without_a_token(capsys, monkeypatch):
+    monkeypatch.delenv("REWARD_SANDBOX_TOKEN", raising=False)
+    args = argparse.Namespace(host="0.0.0.0", port=0, token=None, workers=1, isolation="auto", max_batch=1, max_queue=1, max_request_mb=1)
+    assert serve(args) == 2
+    assert "refusing to serve on 0.0.0.0 without a bearer token" in capsys.readouterr().err
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("10.0.0.5")
