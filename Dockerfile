@@ -1,0 +1,56 @@
+# syntax=docker/dockerfile:1
+# Two images from one file:
+#   docker build --target cpu -t rust-grpo:cpu .    scoring / reward serving (no torch)
+#   docker build --target gpu -t rust-grpo:gpu .    training with vLLM on a CUDA host
+# Base images are build ARGs, so air-gapped builds can point at a local mirror or a debootstrap base.
+ARG CPU_BASE=python:3.11-slim-bookworm
+ARG GPU_BASE=nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04
+ARG RUST_VERSION=1.95.0
+
+# ---- Rust toolchain with clippy, installed once and copied into both images ----
+FROM ${CPU_BASE} AS rust
+ARG RUST_VERSION
+ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && curl -sSf https://sh.rustup.rs -o /tmp/rustup.sh \
+ && sh /tmp/rustup.sh -y --no-modify-path --profile minimal --default-toolchain "${RUST_VERSION}" --component clippy \
+ && rm /tmp/rustup.sh \
+ && chmod -R a+rX /opt/rust
+
+# ---- CPU image: the sandbox, the scorer and the reward server ----
+FROM ${CPU_BASE} AS cpu
+ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev util-linux \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=rust /opt/rust /opt/rust
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY reward_sandbox ./reward_sandbox
+COPY rust_grpo ./rust_grpo
+RUN pip install --no-compile ".[serve]"
+COPY data ./data
+COPY configs ./configs
+RUN useradd --create-home --uid 10001 grader
+USER 10001
+EXPOSE 8808
+HEALTHCHECK --interval=30s --timeout=5s CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8808/healthz')"]
+CMD ["reward-sandbox", "serve", "--host", "127.0.0.1", "--port", "8808"]
+
+# ---- GPU image: training with TRL + PEFT + vLLM ----
+FROM ${GPU_BASE} AS gpu
+ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-pip python3-venv bubblewrap gcc libc6-dev util-linux \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=rust /opt/rust /opt/rust
+WORKDIR /app
+COPY . .
+RUN python3 -m pip install --no-compile ".[train,serve,vllm]"
+RUN useradd --create-home --uid 10001 trainer && chown -R trainer /app
+USER 10001
+CMD ["rust-grpo", "train", "--config", "configs/modern-1.5b.toml"]
