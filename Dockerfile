@@ -22,7 +22,7 @@ RUN apt-get update \
 # ---- CPU image: the sandbox, the scorer and the reward server ----
 FROM ${CPU_BASE} AS cpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
-    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_BREAK_SYSTEM_PACKAGES=1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev util-linux \
  && rm -rf /var/lib/apt/lists/*
@@ -31,13 +31,15 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY reward_sandbox ./reward_sandbox
 COPY rust_grpo ./rust_grpo
-RUN pip install --no-compile ".[serve]"
+# PIP_CERT: a CA bundle for builds behind a TLS-inspecting proxy (scripts/docker_check.sh passes the host's)
+ARG PIP_CERT=""
+RUN if [ -z "$PIP_CERT" ]; then unset PIP_CERT; fi && python3 -m pip install --no-compile ".[serve]"
 COPY data ./data
 COPY configs ./configs
 RUN useradd --create-home --uid 10001 grader
 USER 10001
 EXPOSE 8808
-HEALTHCHECK --interval=30s --timeout=5s CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8808/healthz')"]
+HEALTHCHECK --interval=30s --timeout=5s CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8808/healthz')"]
 CMD ["reward-sandbox", "serve", "--host", "127.0.0.1", "--port", "8808"]
 
 # ---- GPU image: training with TRL + PEFT + vLLM ----

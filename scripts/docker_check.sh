@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Build the CPU image without a Docker daemon and grade a few jobs inside it.
+#  - base image: a Debian bookworm made here by debootstrap (no registry needed);
+#  - Rust: the `rust` stage is replaced (--build-context) by this machine's toolchain, trimmed;
+#  - build and run: buildah with the vfs storage driver and chroot isolation (works as root, no daemon).
+# Needs: apt-get install buildah debootstrap. Leaves its work in build/docker-check.
+set -euo pipefail
+if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null; then
+  [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah debootstrap >/dev/null || { echo "needs buildah and debootstrap"; exit 1; }
+fi
+cd "$(dirname "$0")/.."
+work=${WORK:-build/docker-check}
+mkdir -p "$work"
+B=(buildah --storage-driver vfs)
+sysroot=$(rustc --print sysroot)
+
+if ! "${B[@]}" images --quiet localhost/rg-bookworm >/dev/null 2>&1 || [ -z "$("${B[@]}" images --quiet localhost/rg-bookworm)" ]; then
+  [ -d "$work/rootfs/usr" ] || debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates \
+      bookworm "$work/rootfs" http://deb.debian.org/debian
+  ctr=$("${B[@]}" from scratch)
+  "${B[@]}" add "$ctr" "$work/rootfs" /
+  "${B[@]}" config --cmd /bin/bash "$ctr"
+  "${B[@]}" commit --rm "$ctr" localhost/rg-bookworm
+fi
+
+rust="$work/rust-context/opt/rust"
+if [ ! -x "$rust/cargo/bin/rustc" ]; then
+  mkdir -p "$rust/rustup/toolchains" "$rust/cargo/bin"
+  name=$(basename "$sysroot")
+  (cd "$sysroot" && tar -c --exclude=share/doc --exclude=lib/rustlib/src --exclude=lib/rustlib/rustc-src . ) \
+    | (mkdir -p "$rust/rustup/toolchains/$name" && tar -C "$rust/rustup/toolchains/$name" -x)
+  printf 'default_toolchain = "%s"\nprofile = "minimal"\nversion = "12"\n' "$name" > "$rust/rustup/settings.toml"
+  for tool in cargo cargo-clippy clippy-driver rustc rustdoc; do ln -sf "../../rustup/toolchains/$name/bin/$tool" "$rust/cargo/bin/$tool"; done
+fi
+
+"${B[@]}" bud --isolation chroot --layers=false --target cpu --build-arg CPU_BASE=localhost/rg-bookworm \
+  --build-context rust="$work/rust-context" -t localhost/rust-grpo:cpu \
+  ${PIP_CERT:+--volume "$PIP_CERT:/etc/ssl/host-ca.crt:ro" --build-arg PIP_CERT=/etc/ssl/host-ca.crt} .
+
+cat > "$work/jobs.jsonl" <<'JOBS'
+{"id": "ok", "source": "pub fn add(a: i32, b: i32) -> i32 { a + b }", "tests": "#[test]\nfn t() { assert_eq!(add(2, 2), 4); }"}
+{"id": "fails", "source": "pub fn add(a: i32, b: i32) -> i32 { a - b }", "tests": "#[test]\nfn t() { assert_eq!(add(2, 2), 4); }"}
+{"id": "broken", "source": "pub fn add(a: i32 { a }"}
+{"id": "exit-hack", "source": "pub fn f() -> i32 { std::process::exit(0) }", "tests": "#[test]\nfn t() { assert_eq!(f(), 1); }"}
+JOBS
+ctr=$("${B[@]}" from localhost/rust-grpo:cpu)
+trap '"${B[@]}" rm "$ctr" >/dev/null 2>&1 || true' EXIT
+"${B[@]}" copy "$ctr" "$work/jobs.jsonl" /tmp/jobs.jsonl
+"${B[@]}" run --isolation chroot "$ctr" -- reward-sandbox check
+"${B[@]}" run --isolation chroot "$ctr" -- reward-sandbox run -i /tmp/jobs.jsonl -o /home/grader/results.jsonl --no-cache
+"${B[@]}" run --isolation chroot "$ctr" -- python3 -c '
+import json
+r = {x["id"]: x for x in map(json.loads, open("/home/grader/results.jsonl"))}
+got = {k: v["status"] for k, v in r.items()}
+want = {"ok": "ok", "fails": "test_failure", "broken": "compile_error", "exit-hack": "test_failure"}
+print("statuses:", got, "isolation:", {v["isolation"] for v in r.values()})
+assert got == want, (got, want)
+print("docker-check ok")
+'
