@@ -80,3 +80,23 @@ def test_vllm_without_vllm_installed_fails_with_a_clear_message(tmp_path):
         pass
     with pytest.raises(RuntimeError, match="needs vLLM and a CUDA GPU"):
         build_trainer(tiny_config(tmp_path, "vllm.enabled=true"))
+
+
+def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
+    import subprocess
+    import sys
+
+    from rust_grpo.data import load_problems
+    from rust_grpo.train import resolve_model_path
+
+    cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
+    problems = load_problems(cfg.data.train, max_rows=2)
+    model = resolve_model_path(cfg.model, problems, cfg.data.system_prompt)
+    proc = subprocess.run([sys.executable, "-m", "rust_grpo.cli", "eval", "--model", model, "--dataset", cfg.data.train, "--samples", "2",
+                           "--limit", "2", "--max-new-tokens", "224", "--out", str(tmp_path / "eval")],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((tmp_path / "eval" / "report.json").read_text())
+    assert report["samples"] == 4 and report["problems"] == 2 and set(report["hidden"]) == {"pass@1", "pass@2"}
+    assert report["meta"]["backend"] == "hf" and (tmp_path / "eval" / "completions.jsonl").exists()
+    assert report["rates"]["format"] > 0  # the warm-started policy answers in the expected format
