@@ -63,14 +63,15 @@ def libtest_args(job: Job) -> list[str]:
 def fast_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, limits: Limits) -> Plan:
     clippy = f"{layout.toolchain}/bin/clippy-driver"
     rustc = f"{layout.toolchain}/bin/rustc"
-    common = ["--edition", job.edition, "--crate-name", job.crate_name, "--error-format=json", "-C", "debuginfo=0"]
+    common = ["--edition", job.edition, "--crate-name", job.crate_name, "--error-format=json", "-C", "debuginfo=0",
+              "-C", f"opt-level={job.opt_level}"]  # fmt: skip
     src, work = layout.src, layout.work
     check = [clippy, *common, "--crate-type", "lib", "--emit=metadata", f"{src}/lib.rs", "-o", f"{work}/lib.rmeta"]
     if job.test_mode is TestMode.INTEGRATION:
         lib = [clippy, *common, "--crate-type", "lib", f"{src}/lib.rs", "--out-dir", work]
         test_crate = [
             rustc, "--test", "--edition", job.edition, "--crate-name", TEST_CRATE, "--error-format=json",
-            "-C", "debuginfo=0", "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
+            "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}", "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
             f"{src}/{asm.test_path}", "-o", f"{work}/test_bin",
         ]  # fmt: skip
         steps = [
@@ -115,7 +116,7 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, li
         "CARGO_HOME": f"{layout.work}/cargo-home",
         "RUSTC": f"{layout.toolchain}/bin/rustc",
         "CARGO_TARGET_DIR": f"{layout.work}/proj/target",
-        "RUSTFLAGS": "-C debuginfo=0",
+        "RUSTFLAGS": f"-C debuginfo=0 -C opt-level={job.opt_level}",
     }
 
     def cargo_step(name: str, args: list[str], when: str = "always") -> Step:

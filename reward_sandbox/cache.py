@@ -15,7 +15,7 @@ from .limits import Limits
 from .results import Result
 from .status import Status
 
-HARNESS_VERSION = "3"  # bump when grading logic changes what a result says
+HARNESS_VERSION = "4"  # bump when grading logic changes what a result says
 UNCACHEABLE = {Status.SANDBOX_ERROR, Status.TIMEOUT, Status.INVALID_INPUT}  # may depend on load or on us
 
 

@@ -41,6 +41,7 @@ class Job:
     timeout_s: float | None = None
     edition: str = "2021"
     include_ignored: bool = False
+    opt_level: int = 0  # 0 = debug build (fast to compile); 2-3 for suites meant to run in release mode
 
     @property
     def has_tests(self) -> bool:
@@ -104,6 +105,9 @@ class Job:
         edition = str(record.get("edition", "2021"))
         if edition not in _EDITIONS:
             raise InvalidJob(f"{where}: 'edition' must be one of {', '.join(_EDITIONS)}, got {edition!r}")
+        opt_level = record.get("opt_level", 0)
+        if opt_level not in (0, 1, 2, 3):
+            raise InvalidJob(f"{where}: 'opt_level' must be 0, 1, 2 or 3, got {opt_level!r}")
         include_ignored = record.get("include_ignored", False)
         if not isinstance(include_ignored, bool):
             raise InvalidJob(f"{where}: 'include_ignored' must be true or false")
@@ -116,6 +120,7 @@ class Job:
             timeout_s=float(timeout) if timeout is not None else None,
             edition=edition,
             include_ignored=include_ignored,
+            opt_level=opt_level,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,4 +135,6 @@ class Job:
             out["edition"] = self.edition
         if self.include_ignored:
             out["include_ignored"] = True
+        if self.opt_level:
+            out["opt_level"] = self.opt_level
         return out

@@ -32,11 +32,14 @@ class Problem:
     crate_name: str = "solution"
     include_ignored: bool = False  # run #[ignore] tests too (Exercism marks most of them so)
     edition: str = "2021"
+    opt_level: int = 0  # Exercism's release-mode exercises need an optimised build to finish in time
 
     def job(self, source: str, job_id: str | None = None) -> dict[str, Any]:
         """A sandbox job grading ``source`` against this problem's hidden tests."""
         job: dict[str, Any] = {"id": job_id or self.id, "source": source, "test_mode": self.test_mode,
                                "crate_name": self.crate_name, "edition": self.edition}  # fmt: skip
+        if self.opt_level:
+            job["opt_level"] = self.opt_level
         if self.tests.strip():
             job.update(tests=self.tests, include_ignored=self.include_ignored)
         else:
@@ -77,6 +80,7 @@ def normalize(record: Any, where: str) -> Problem:
         id=str(problem_id), prompt=prompt, signature=signature, solution=solution, tests=tests,
         test_mode=mode, crate_name=record.get("crate_name") or "solution",
         include_ignored=bool(record.get("include_ignored", False)), edition=str(record.get("edition") or "2021"),
+        opt_level=int(record.get("opt_level") or 0),
     )  # fmt: skip
 
 
@@ -158,6 +162,6 @@ def to_training_rows(problems: list[Problem], system_prompt: str) -> list[dict[s
     """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
         {"prompt": chat_prompt(p, system_prompt), "id": p.id, "tests": p.tests, "test_mode": p.test_mode,
-         "crate_name": p.crate_name, "include_ignored": p.include_ignored, "edition": p.edition}
+         "crate_name": p.crate_name, "include_ignored": p.include_ignored, "edition": p.edition, "opt_level": p.opt_level}
         for p in problems
     ]

@@ -63,8 +63,10 @@ def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
 
 
 def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
+    if record.get("extra_src_files"):
+        raise DataError(f"{record['slug']}: needs extra source files {sorted(record['extra_src_files'])} (multi-file crates are not supported)")
     edition = tomllib.loads(record["cargo_toml"]).get("package", {}).get("edition", "2021") if record.get("cargo_toml") else "2021"
-    return Problem(edition=str(edition), id=record.get("id") or f"exercism/{record['slug']}", prompt=record["prompt"], signature=record.get("stub", ""),
+    return Problem(edition=str(edition), opt_level=2 if record.get("test_in_release_mode") else 0, id=record.get("id") or f"exercism/{record['slug']}", prompt=record["prompt"], signature=record.get("stub", ""),
                    solution=record.get("solution", ""), tests=record["tests"], test_mode="integration",
                    crate_name=record.get("crate_name", record["slug"]).replace("-", "_"), include_ignored=True)  # fmt: skip
 

@@ -66,18 +66,19 @@ class RewardContext:
         crates = _column(columns, "crate_name", len(texts), "solution")
         ignored = _column(columns, "include_ignored", len(texts), False)
         editions = _column(columns, "edition", len(texts), "2021")
-        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates), tuple(ignored), tuple(editions))
+        opt_levels = _column(columns, "opt_level", len(texts), 0)
+        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates), tuple(ignored), tuple(editions), tuple(opt_levels))
         with self._lock:
             if key in self._memo:
                 return self._memo[key]
-            evaluations = self._grade(texts, tests, modes, crates, ignored, editions, columns)
+            evaluations = self._grade(texts, tests, modes, crates, ignored, editions, opt_levels, columns)
             self._memo[key] = evaluations
             while len(self._memo) > 8:
                 self._memo.popitem(last=False)
         return evaluations
 
     def _grade(self, texts: list[str], tests: list[str], modes: list[str], crates: list[str], ignored: list[bool],
-               editions: list[str], columns: dict[str, Any]) -> list[Evaluation]:  # fmt: skip
+               editions: list[str], opt_levels: list[int], columns: dict[str, Any]) -> list[Evaluation]:  # fmt: skip
         parsed = [parse_completion(t) for t in texts]
         jobs, owners = [], []
         for i, p in enumerate(parsed):
@@ -90,6 +91,8 @@ class RewardContext:
                 job["include_ignored"] = bool(ignored[i])
             elif job["test_mode"] != "unit":
                 job["test_mode"] = "unit"
+            if opt_levels[i]:
+                job["opt_level"] = int(opt_levels[i])
             if self.timeout_s:
                 job["timeout_s"] = self.timeout_s
             jobs.append(job)

@@ -93,7 +93,7 @@ def test_oxen_parquet(tmp_path):
 @pytest.mark.skipif(not (SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl").exists(), reason="../shared evalsets absent")
 def test_real_exercism_suite_references_pass_and_stubs_fail(grader):
     problems, skipped = import_problems("exercism-jsonl", SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl")
-    assert len(problems) == 97 and not skipped
+    assert len(problems) == 95 and len(skipped) == 2 and all("multi-file crates are not supported" in s for s in skipped)
     sample = problems[::8]  # the full set runs in `make bench`
     report = verify_problems(sample, grader, min_asserts=1)
     assert report.ok, report.failures
