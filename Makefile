@@ -34,7 +34,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m ruff format --check reward_sandbox rust_grpo tests benchmarks
+	$(VENV)/bin/hadolint Dockerfile
 
 docker-check: $(STAMP)
 	bash scripts/docker_check.sh
