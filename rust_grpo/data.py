@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,26 @@ class Problem:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# The Problem fields a grading job needs; they travel as dataset columns to the reward functions.
+JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level")
+_JOB_DEFAULTS = {f.name: f.default for f in fields(Problem) if f.name in JOB_COLUMNS}
+
+
+def job_columns(problems: list[Problem | None]) -> dict[str, list[Any]]:
+    """Column-wise job fields of ``problems`` (None rows get the defaults)."""
+    return {name: [getattr(p, name) if p else _JOB_DEFAULTS[name] for p in problems] for name in JOB_COLUMNS}
+
+
+def problem_from_columns(columns: dict[str, Any], index: int) -> Problem:
+    """The job-relevant part of row ``index`` of TRL's reward columns (missing or None -> default)."""
+    values = {}
+    for name in JOB_COLUMNS:
+        column = columns.get(name)
+        value = column[index] if column is not None else None
+        values[name] = _JOB_DEFAULTS[name] if value is None or (value == "" and name != "tests") else value
+    return Problem(id=str(index), prompt="", **values)
 
 
 def _text(value: Any) -> str:
@@ -161,7 +181,6 @@ def chat_prompt(problem: Problem, system_prompt: str) -> list[dict[str, str]]:
 def to_training_rows(problems: list[Problem], system_prompt: str) -> list[dict[str, Any]]:
     """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
-        {"prompt": chat_prompt(p, system_prompt), "id": p.id, "tests": p.tests, "test_mode": p.test_mode,
-         "crate_name": p.crate_name, "include_ignored": p.include_ignored, "edition": p.edition, "opt_level": p.opt_level}
+        {"prompt": chat_prompt(p, system_prompt), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
         for p in problems
     ]

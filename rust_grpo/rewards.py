@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from reward_sandbox import Result, Status
 
 from .audit import CodeAudit, audit_code
+from .data import Problem, problem_from_columns
 from .parsing import ParsedCompletion, completion_text, parse_completion
 
 log = logging.getLogger("rust_grpo")
@@ -61,38 +62,24 @@ class RewardContext:
 
     def evaluate(self, completions: Sequence[Any], columns: dict[str, Any]) -> list[Evaluation]:
         texts = [completion_text(c) for c in completions]
-        tests = _column(columns, "tests", len(texts), "")
-        modes = _column(columns, "test_mode", len(texts), "unit")
-        crates = _column(columns, "crate_name", len(texts), "solution")
-        ignored = _column(columns, "include_ignored", len(texts), False)
-        editions = _column(columns, "edition", len(texts), "2021")
-        opt_levels = _column(columns, "opt_level", len(texts), 0)
-        key = (tuple(texts), tuple(tests), tuple(modes), tuple(crates), tuple(ignored), tuple(editions), tuple(opt_levels))
+        rows = [problem_from_columns(columns, i) for i in range(len(texts))]
+        key = (tuple(texts), tuple(rows))
         with self._lock:
             if key in self._memo:
                 return self._memo[key]
-            evaluations = self._grade(texts, tests, modes, crates, ignored, editions, opt_levels, columns)
+            evaluations = self._grade(texts, rows, columns)
             self._memo[key] = evaluations
             while len(self._memo) > 8:
                 self._memo.popitem(last=False)
         return evaluations
 
-    def _grade(self, texts: list[str], tests: list[str], modes: list[str], crates: list[str], ignored: list[bool],
-               editions: list[str], opt_levels: list[int], columns: dict[str, Any]) -> list[Evaluation]:  # fmt: skip
+    def _grade(self, texts: list[str], rows: list[Problem], columns: dict[str, Any]) -> list[Evaluation]:
         parsed = [parse_completion(t) for t in texts]
         jobs, owners = [], []
         for i, p in enumerate(parsed):
             if p.code is None:
                 continue
-            job: dict[str, Any] = {"id": str(i), "source": p.code, "test_mode": modes[i] or "unit",
-                                   "crate_name": crates[i] or "solution", "edition": str(editions[i] or "2021")}  # fmt: skip
-            if tests[i]:
-                job["tests"] = tests[i]
-                job["include_ignored"] = bool(ignored[i])
-            elif job["test_mode"] != "unit":
-                job["test_mode"] = "unit"
-            if opt_levels[i]:
-                job["opt_level"] = int(opt_levels[i])
+            job = rows[i].job(p.code, str(i))
             if self.timeout_s:
                 job["timeout_s"] = self.timeout_s
             jobs.append(job)
@@ -109,7 +96,7 @@ class RewardContext:
                 results[i] = r
         self.sandbox_seconds += time.monotonic() - start
         evaluations = [
-            Evaluation(parsed=p, audit=audit_code(p.code) if p.code else None, result=results[i], has_hidden=bool(tests[i]))
+            Evaluation(parsed=p, audit=audit_code(p.code) if p.code else None, result=results[i], has_hidden=bool(rows[i].tests.strip()))
             for i, p in enumerate(parsed)
         ]
         self._write_samples(texts, evaluations, columns)

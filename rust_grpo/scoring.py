@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, Problem
+from .data import DataError, Problem, job_columns
 from .passk import pass_at_k
 from .rewards import REWARD_NAMES, REWARDS, Evaluation, GraderLike, RewardContext
 
@@ -59,16 +59,7 @@ def score_completions(completions: list[Completion], problems: dict[str, Problem
     unknown = sorted({c.problem_id for c in completions if problems and c.problem_id not in problems})
     if unknown and len(unknown) == len({c.problem_id for c in completions}):
         raise DataError(f"no completion matches a problem of the dataset (e.g. {unknown[0]!r})")
-    columns: dict[str, list[Any]] = {"tests": [], "test_mode": [], "crate_name": [], "include_ignored": [], "edition": [],
-                                     "opt_level": []}  # fmt: skip
-    for c in completions:
-        p = problems.get(c.problem_id)
-        columns["tests"].append(p.tests if p else "")
-        columns["test_mode"].append(p.test_mode if p else "unit")
-        columns["crate_name"].append(p.crate_name if p else "solution")
-        columns["include_ignored"].append(p.include_ignored if p else False)
-        columns["edition"].append(p.edition if p else "2021")
-        columns["opt_level"].append(p.opt_level if p else 0)
+    columns = job_columns([problems.get(c.problem_id) for c in completions])
     context = RewardContext(grader, min_tests=min_tests)
     evaluations = context.evaluate([c.text for c in completions], columns)
     return [_record(c, e, min_tests, known=not problems or c.problem_id in problems) for c, e in zip(completions, evaluations)]
