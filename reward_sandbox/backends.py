@@ -1,31 +1,37 @@
 """What each backend runs for a job: the steps, and which step answers which question.
 
 ``fast`` (the default) grades with as few compiler passes as possible and no cargo process:
-- with tests: one ``clippy-driver --test`` pass builds the test binary *and* lints, then the
-  binary runs; only if that pass fails does a metadata-only ``clippy-driver`` check of the
-  library alone say whether the program itself builds;
+- with tests: one ``clippy-driver --test`` pass builds one test binary holding the program, its
+  own tests and the hidden tests, and lints it; the binary then runs twice, filtered: once for
+  the hidden tests, once for the program's own tests, each run with its own sentinel check;
+- when that pass fails, a metadata-only check of the program alone says whether the program
+  builds, and if it does, the hidden tests are built once more against the program with its own
+  tests off, so a broken own test never costs the hidden verdict;
 - without tests: the metadata-only check alone (no codegen, no linking);
 - integration mode: ``clippy-driver`` builds the library as an rlib (build + lint), ``rustc
-  --test`` builds the separate test crate against it, then it runs.
+  --test`` builds the separate test crate against it, and the program's own tests, if any, are
+  built and run on their own.
+Lints are forced to warnings (``--force-warn``): source attributes cannot silence them, and a
+deny-by-default clippy lint never decides whether a program builds or whether tests run.
 ``cargo`` runs real ``cargo build``, ``cargo clippy --all-targets`` and ``cargo test`` in a
 project, for parity checks and for users who want cargo's exact behaviour.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .assemble import TEST_CRATE, Assembly
-from .isolation import Layout
+from .assemble import Assembly
 from .jobs import Job, TestMode
+from .layout import Layout
 from .limits import Limits
 from .process import Step
-from .toolchain import Toolchain
 
 FAST = "fast"
 CARGO = "cargo"
 BACKENDS = (FAST, CARGO)
 DIAG_BYTES = 4 * 1024 * 1024
+FORCED_LINTS = ["--force-warn", "clippy::all", "--force-warn", "unused"]
 
 
 @dataclass(frozen=True)
@@ -33,24 +39,30 @@ class Plan:
     steps: list[Step]
     build: list[str]  # steps whose success means "the program builds" (first one that ran decides)
     lint: list[str]  # steps whose warnings count as clippy warnings (first one that ran)
-    test_compile: str | None  # step that builds the test binary
-    run: str | None  # step that runs it
+    hidden_compile: list[str]  # steps that build the hidden tests (first that ran and passed, else last that ran)
+    own_compile: str | None  # step that builds the program's own tests
+    run_hidden: str | None
+    run_own: str | None
+    uid_secrets: list[str] = field(default_factory=list)  # copies of the sources the slot uid made, removed before tests run
 
 
-def _compile_step(name: str, argv: list[str], limits: Limits, when: str = "always") -> Step:
+def _compile_step(name: str, argv: list[str], limits: Limits, when: str = "always", env: dict[str, str] | None = None) -> Step:
     return Step(
-        name=name, argv=argv, wall_s=limits.compile_wall_s, cpu_s=limits.compile_cpu_s,
+        name=name, argv=argv, kind="compile", wall_s=limits.compile_wall_s, cpu_s=limits.compile_cpu_s,
         memory_mb=limits.compile_memory_mb, procs=limits.compile_procs, file_size_mb=limits.file_size_mb,
-        open_files=max(limits.open_files, 1024), output_bytes=DIAG_BYTES, when=when,
+        open_files=max(limits.open_files, 1024), stack_mb=limits.stack_mb, output_bytes=DIAG_BYTES, when=when,
+        env=env or {},
     )  # fmt: skip
 
 
-def _run_step(argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
-    """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`."""
-    return Step(cwd=cwd,
-        name="run", argv=argv, wall_s=limits.run_wall_s, cpu_s=limits.run_cpu_s, memory_mb=limits.run_memory_mb,
-        procs=limits.run_procs, file_size_mb=limits.file_size_mb, open_files=limits.open_files,
-        output_bytes=limits.output_kb * 1024, env={"RUSTC_BOOTSTRAP": "1"}, when=when,
+def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "", exec_only: bool = True) -> Step:
+    """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`. With
+    ``exec_only`` the binary runs from a root-owned copy the program may execute but not read."""
+    return Step(
+        name=name, argv=argv, kind="run", wall_s=limits.run_wall_s, cpu_s=limits.run_cpu_s,
+        memory_mb=limits.run_memory_mb, procs=limits.run_procs, file_size_mb=limits.file_size_mb,
+        open_files=limits.open_files, stack_mb=limits.stack_mb, output_bytes=limits.output_kb * 1024,
+        env={"RUSTC_BOOTSTRAP": "1"}, when=when, cwd=cwd, nonce=True, exec_only=exec_only,
     )  # fmt: skip
 
 
@@ -60,41 +72,62 @@ def libtest_args(job: Job) -> list[str]:
     return args + (["--include-ignored"] if job.include_ignored else [])
 
 
-def fast_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, limits: Limits) -> Plan:
+def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     clippy = f"{layout.toolchain}/bin/clippy-driver"
     rustc = f"{layout.toolchain}/bin/rustc"
-    common = ["--edition", job.edition, "--crate-name", job.crate_name, "--error-format=json", "-C", "debuginfo=0",
-              "-C", f"opt-level={job.opt_level}"]  # fmt: skip
     src, work = layout.src, layout.work
-    check = [clippy, *common, "--crate-type", "lib", "--emit=metadata", f"{src}/lib.rs", "-o", f"{work}/lib.rmeta"]
+    codegen = ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
+    common = ["--edition", job.edition, "--crate-name", job.crate_name, *codegen]
+    check = [clippy, *common, *FORCED_LINTS, "--crate-type", "lib", "--emit=metadata", f"{src}/lib.rs", "-o", f"{work}/lib.rmeta"]
+    tests = libtest_args(job)
     if job.test_mode is TestMode.INTEGRATION:
-        lib = [clippy, *common, "--crate-type", "lib", f"{src}/lib.rs", "--out-dir", work]
+        lib = [clippy, *common, *FORCED_LINTS, "--crate-type", "lib", f"{src}/lib.rs", "--out-dir", work]
         test_crate = [
-            rustc, "--test", "--edition", job.edition, "--crate-name", TEST_CRATE, "--error-format=json",
-            "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}", "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
-            f"{src}/{asm.test_path}", "-o", f"{work}/test_bin",
+            rustc, "--test", "--edition", job.edition, "--crate-name", f"{asm.tag}_tests", *codegen, "--cap-lints", "warn",
+            "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib", f"{src}/{asm.test_path}",
+            "-o", f"{work}/test_bin",
         ]  # fmt: skip
         steps = [
             _compile_step("lib", lib, limits),
             _compile_step("testc", test_crate, limits, when="ok:lib"),
-            _run_step([f"{work}/test_bin", *libtest_args(job)], limits, when="ok:testc", cwd=src),
         ]
-        return Plan(steps, build=["lib"], lint=["lib"], test_compile="testc", run="run")
-    if not job.has_tests:
-        return Plan([_compile_step("check", check, limits)], build=["check"], lint=["check"], test_compile=None, run=None)
-    test_build = [clippy, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
+        own_compile = run_own = None
+        if asm.has_own_tests:
+            own = [rustc, "--test", *common, "--cap-lints", "warn", f"{src}/lib.rs", "-o", f"{work}/own_bin"]
+            steps.append(_compile_step("ownc", own, limits, when="ok:lib"))
+            own_compile = "ownc"
+        steps.append(_run_step("run_hidden", [f"{work}/test_bin", *tests], limits, when="ok:testc", cwd=src))
+        if asm.has_own_tests:
+            steps.append(_run_step("run_own", [f"{work}/own_bin", *tests], limits, when="ok:ownc", cwd=src))
+            run_own = "run_own"
+        return Plan(steps, ["lib"], ["lib"], ["testc"], own_compile, "run_hidden", run_own)
+    has_hidden = asm.hidden_root is not None
+    if not has_hidden and not asm.has_own_tests:
+        return Plan([_compile_step("check", check, limits)], ["check"], ["check"], [], None, None, None)
+    test_build = [clippy, "--test", *common, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
         _compile_step("testc", test_build, limits),
         _compile_step("check", check, limits, when="failed:testc"),
-        _run_step([f"{work}/test_bin", *libtest_args(job)], limits, when="ok:testc", cwd=src),
     ]
-    return Plan(steps, build=["testc", "check"], lint=["testc", "check"], test_compile="testc", run="run")
+    hidden_compile = ["testc"] if has_hidden else []
+    if has_hidden:
+        hidden_only = [rustc, "--test", *common, "--cap-lints", "warn", f"{src}/{asm.hidden_root}", "-o", f"{work}/test_bin"]
+        steps.append(_compile_step("hiddenc", hidden_only, limits, when="failed:testc&ok:check"))
+        hidden_compile.append("hiddenc")
+        steps.append(_run_step("run_hidden", [f"{work}/test_bin", asm.hidden_filter, *tests], limits, when="ok:testc|ok:hiddenc", cwd=src))
+    run_own = None
+    if asm.has_own_tests:
+        own_args = ["--skip", asm.hidden_module] if has_hidden else []
+        steps.append(_run_step("run_own", [f"{work}/test_bin", *own_args, *tests], limits, when="ok:testc", cwd=src))
+        run_own = "run_own"
+    return Plan(steps, ["testc", "check"], ["testc", "check"], hidden_compile, "testc" if asm.has_own_tests else None,
+                "run_hidden" if has_hidden else None, run_own)  # fmt: skip
 
 
 def cargo_manifest(job: Job) -> str:
     return (
         f'[package]\nname = "{job.crate_name}"\nversion = "0.1.0"\nedition = "{job.edition}"\n\n'
-        "[lib]\npath = \"src/lib.rs\"\n\n[dependencies]\n"
+        '[lib]\npath = "src/lib.rs"\n\n[dependencies]\n'
     )
 
 
@@ -102,14 +135,16 @@ def cargo_files(job: Job, asm: Assembly) -> dict[str, str]:
     """The assembly laid out as a cargo project under ``proj/``."""
     files = {"proj/Cargo.toml": cargo_manifest(job)}
     for path, text in asm.files.items():
+        if path == asm.hidden_root:
+            continue
         if path == asm.test_path:
-            files[f"proj/tests/{TEST_CRATE}.rs"] = text.replace('#[path = "', '#[path = "../src/')
+            files[f"proj/tests/{path}"] = text.replace('#[path = "', '#[path = "../src/')
         else:
             files[f"proj/src/{path}"] = text
     return files
 
 
-def cargo_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, limits: Limits) -> Plan:
+def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     cargo = f"{layout.toolchain}/bin/cargo"
     manifest = ["--manifest-path", "proj/Cargo.toml", "--offline", "--message-format=json"]
     env = {
@@ -117,25 +152,35 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, toolchain: Toolchain, li
         "RUSTC": f"{layout.toolchain}/bin/rustc",
         "CARGO_TARGET_DIR": f"{layout.work}/proj/target",
         "RUSTFLAGS": f"-C debuginfo=0 -C opt-level={job.opt_level}",
+        "PATH": f"{layout.toolchain}/bin:/usr/bin:/bin",
     }
 
     def cargo_step(name: str, args: list[str], when: str = "always") -> Step:
-        return _compile_step(name, ["env", *(f"{k}={v}" for k, v in env.items()), cargo, *args], limits, when)
+        return _compile_step(name, [cargo, *args], limits, when, env=env)
 
-    binary = TEST_CRATE if job.test_mode is TestMode.INTEGRATION else job.crate_name
-    find_and_run = (
-        f'for f in proj/target/debug/deps/{binary}-*; do if [ -f "$f" ] && [ -x "$f" ]; then exec "$f" "$@"; fi; done; exit 97'
-    )
+    def run_tests(name: str, binary: str, extra: list[str], when: str) -> Step:
+        find = f'for f in target/debug/deps/{binary}-*; do if [ -f "$f" ] && [ -x "$f" ]; then exec "$f" "$@"; fi; done; exit 97'
+        argv = ["/bin/sh", "-c", find, "sh", *extra, *libtest_args(job)]
+        return _run_step(name, argv, limits, when, cwd=f"{layout.work}/proj", exec_only=False)
+
     steps = [
         _compile_step("copy", ["cp", "-r", f"{layout.src}/proj", "."], limits),
         cargo_step("build", ["build", *manifest], when="ok:copy"),
-        cargo_step("clippy", ["clippy", *manifest, "--all-targets"], when="ok:copy"),
+        cargo_step("clippy", ["clippy", *manifest, "--all-targets", "--", *FORCED_LINTS], when="ok:copy"),
     ]
-    if not job.has_tests:
-        return Plan(steps, build=["build"], lint=["clippy"], test_compile=None, run=None)
-    steps += [
-        cargo_step("testc", ["test", "--no-run", *manifest], when="ok:build"),
-        _run_step(["/bin/sh", "-c", f"cd proj && {find_and_run.replace('proj/target', 'target')}", "sh", *libtest_args(job)],
-                  limits, when="ok:testc"),
-    ]
-    return Plan(steps, build=["build"], lint=["clippy"], test_compile="testc", run="run")
+    uid_secrets = [f"{layout.work}/proj/src", f"{layout.work}/proj/tests"]
+    run_hidden = run_own = None
+    if asm.hidden_root is None and asm.test_path is None and not asm.has_own_tests:
+        return Plan(steps, ["build"], ["clippy"], [], None, None, None, uid_secrets)
+    steps.append(cargo_step("testc", ["test", "--no-run", *manifest], when="ok:build"))
+    if asm.test_path is not None:
+        steps.append(run_tests("run_hidden", f"{asm.tag}_t", [], "ok:testc"))
+        run_hidden = "run_hidden"
+    elif asm.hidden_root is not None:
+        steps.append(run_tests("run_hidden", job.crate_name, [asm.hidden_filter], "ok:testc"))
+        run_hidden = "run_hidden"
+    if asm.has_own_tests:
+        skip = ["--skip", asm.hidden_module] if asm.hidden_root is not None else []
+        steps.append(run_tests("run_own", job.crate_name, skip, "ok:testc"))
+        run_own = "run_own"
+    return Plan(steps, ["build"], ["clippy"], ["testc"], "testc" if run_own else None, run_hidden, run_own, uid_secrets)

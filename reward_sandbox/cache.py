@@ -15,17 +15,17 @@ from .limits import Limits
 from .results import Result
 from .status import Status
 
-HARNESS_VERSION = "4"  # bump when grading logic changes what a result says
-UNCACHEABLE = {Status.SANDBOX_ERROR, Status.TIMEOUT, Status.INVALID_INPUT}  # may depend on load or on us
+HARNESS_VERSION = "5"  # bump when grading logic changes what a result says
+UNCACHEABLE = {Status.SANDBOX_ERROR, Status.INVALID_INPUT}  # our fault or the input's, never the program's
 
 
-def job_key(job: Job, toolchain_version: str, backend: str, limits: Limits) -> str:
-    """The hash of everything a verdict depends on; the job's id is deliberately not part of it."""
+def job_key(job: Job, toolchain_version: str, backend: str, limits: Limits, isolation: str, memory_scope: str = "job") -> str:
+    """The hash of everything a verdict depends on (a timeout is cached with the limits it hit);
+    the job's id is deliberately not part of it. A verdict from a weaker isolation level is never
+    served to a stronger one."""
     payload = {k: v for k, v in job.to_dict().items() if k != "id"}
-    blob = json.dumps(
-        [HARNESS_VERSION, payload, toolchain_version, backend, limits.with_run_timeout(job.timeout_s).to_dict()],
-        sort_keys=True,
-    )
+    settings = [toolchain_version, backend, limits.with_run_timeout(job.timeout_s).to_dict(), isolation, memory_scope]
+    blob = json.dumps([HARNESS_VERSION, payload, *settings], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -2,138 +2,228 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import secrets
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from .assemble import GENERATED_FILES, Assembly, assemble
-from .backends import CARGO, FAST, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
+from .assemble import Assembly, assemble
+from .backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
+from .cgroups import SlotMemory
 from .diagnostics import dedupe, parse_diagnostics
-from .isolation import BWRAP, bwrap_argv, host_env, layout_for, rlimits_argv, slot_uid
-from .jobs import Job, TestMode
+from .isolation import Isolation
+from .jobs import Job
+from .layout import JobDir
 from .limits import Limits
-from .process import DriverOutcome, driver_script, kill_uid_processes, run_driver
-from .results import BuildReport, ClippyReport, Diagnostic, Result, TestReport
+from .process import DriverOutcome, StepOutcome, driver_script, run_driver
+from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestReport
+from .runner import runner_path
 from .status import Status
 from .testlog import parse_test_log
 from .toolchain import Toolchain
 
-SIGXCPU_EXIT, SIGKILL_EXIT, SIGXFSZ_EXIT = 128 + 24, 128 + 9, 128 + 25
 TAIL_BYTES = 2000
 
 
-def _scratch_root() -> str | None:
-    """RAM-backed /dev/shm when usable: job dirs are tiny and short-lived."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+@dataclass(frozen=True)
+class Slot:
+    """What one worker owns: its unprivileged uid (None when not root) and its memory cgroup (None without)."""
+
+    uid: int | None
+    memory: SlotMemory | None
 
 
-def grade_job(job: Job, *, toolchain: Toolchain, level: str, limits: Limits, backend: str = FAST, slot: int = 0) -> Result:
-    """Grade ``job`` in isolation ``level``. Never raises for the program's behaviour; harness
-    faults come back as ``sandbox_error`` with the reason."""
+@functools.lru_cache(maxsize=1)
+def _scratch_root() -> Path:
+    """A private (0711, unlisted) directory on RAM-backed /dev/shm when usable: job dirs are tiny,
+    short-lived, and named at random so no other sandbox uid can guess them."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    root = Path(tempfile.mkdtemp(prefix="reward-sandbox-", dir=base))
+    os.chmod(root, 0o711)
+    return root
+
+
+def _prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
+    job_dir.root.mkdir(mode=0o711)
+    job_dir.src.mkdir(mode=0o755)
+    job_dir.work.mkdir(mode=0o700)
+    if uid is not None:
+        os.chown(job_dir.work, uid, uid)
+
+
+def grade_job(job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: Limits, backend: str, slot: Slot) -> Result:
+    """Grade ``job``. Never raises for the program's behaviour; harness faults come back as
+    ``sandbox_error`` with the reason."""
     start = time.monotonic()
     limits = limits.with_run_timeout(job.timeout_s)
-    root = Path(tempfile.mkdtemp(prefix="rg-", dir=_scratch_root()))
-    uid = slot_uid(slot, level)
+    job_dir = JobDir(_scratch_root() / secrets.token_hex(16))
     try:
-        src, work = root / "src", root / "work"
-        src.mkdir()
-        work.mkdir()
-        os.chmod(root, 0o711)
+        _prepare_dirs(job_dir, slot.uid)
         asm = assemble(job)
-        layout = layout_for(level, toolchain, src, work)
-        plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, toolchain, limits)
+        layout = isolation.layout(job_dir, toolchain, slot.memory)
+        plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, limits)
         files = cargo_files(job, asm) if backend == CARGO else {**asm.files, "Cargo.toml": cargo_manifest(job)}
-        for rel, text in {**files, "driver.sh": driver_script(plan.steps, layout.work)}.items():
-            path = src / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
+        for rel, text in files.items():
+            path = job_dir.src / rel
+            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             path.write_text(text)
-        for dirpath, _dirnames, filenames in os.walk(src):
-            os.chmod(dirpath, 0o755)
-            for name in filenames:
-                os.chmod(os.path.join(dirpath, name), 0o644)
-        if level == BWRAP:
-            prefix, env = bwrap_argv(toolchain, src, limits.disk_mb, uid), {}
-        else:
-            if uid is not None:
-                os.chown(work, uid, uid)
-            os.chmod(work, 0o700)
-            prefix, env = rlimits_argv(uid), host_env(toolchain, str(work))
-        outcome = run_driver(prefix, plan.steps, env, f"{layout.src}/driver.sh")
-        result = classify(job, asm, plan, outcome)
+            path.chmod(0o644)
+        script = driver_script(plan.steps, layout, slot.uid, plan.uid_secrets)
+        job_dir.driver.write_text(script)
+        job_dir.driver.chmod(0o600)
+        if slot.memory is not None:
+            slot.memory.prepare(limits.run_memory_mb)
+        argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
+        outcome = run_driver(argv, plan.steps, env, asm.nonce, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid))
+        oom = slot.memory.oom_killed() if slot.memory is not None else False
+        result = classify(job, asm, plan, outcome, oom)
+        if slot.memory is not None:
+            result = Result(**{**result.__dict__, "measures": {**result.measures, "run_peak_mb": round(slot.memory.peak_mb(), 1)}})
     except Exception as exc:  # noqa: BLE001 - a harness fault must not lose the batch
         result = Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"harness error: {type(exc).__name__}: {exc}")
     finally:
-        if level != BWRAP and uid is not None:
-            kill_uid_processes(uid)
-        shutil.rmtree(root, ignore_errors=True)
-    return Result(**{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": level, "backend": backend})
+        if slot.uid is not None:
+            kill_uid(slot.uid)
+        if slot.memory is not None:
+            slot.memory.kill_all()
+        shutil.rmtree(job_dir.root, ignore_errors=True)
+    return Result(**{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend})
+
+
+def _scrub(src: Path) -> None:
+    """Delete every source file (the program, its tests, the hidden tests, the sentinel) before tests
+    run; only the manifests stay, so a test's working directory still looks like a crate."""
+    for path in sorted(src.rglob("*"), reverse=True):
+        if path.is_dir():
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        elif path.name != "Cargo.toml":
+            path.unlink()
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process of a slot's uid (its uid is its own on this host: only this job's)."""
+    subprocess.run([str(runner_path()), "kill-uid", str(uid)], check=False, capture_output=True)
+
+
+def _step_killer(uid: int | None) -> Callable[[str], bool] | None:
+    """Kill only the overdue step's processes (the slot uid's), so the driver goes on to the next step."""
+    if uid is None:
+        return None
+
+    def kill(_kind: str) -> bool:
+        kill_uid(uid)
+        return True
+
+    return kill
+
+
+def _ran(outcome: DriverOutcome, name: str | None) -> StepOutcome | None:
+    step = outcome.steps.get(name) if name else None
+    return step if step is not None and step.started else None
 
 
 def _first_ran(outcome: DriverOutcome, names: list[str]) -> str | None:
     return next((n for n in names if n in outcome.steps and outcome.steps[n].exit_code is not None), None)
 
 
-def _resource_status(outcome: DriverOutcome) -> tuple[Status, str] | None:
-    """Timeouts, memory and output breaches, from the host's own observations and exit signals."""
-    if outcome.overflow_step:
-        return Status.OUTPUT_LIMIT, f"step '{outcome.overflow_step}' wrote more output than allowed"
-    if outcome.timed_out_step:
-        return Status.TIMEOUT, f"step '{outcome.timed_out_step}' exceeded its wall-clock limit"
-    for name, step in outcome.steps.items():
-        text = step.output[-8192:]
-        if step.exit_code in (SIGXCPU_EXIT, SIGKILL_EXIT):
-            return Status.TIMEOUT, f"step '{name}' exceeded its CPU-time limit"
-        if step.exit_code == SIGXFSZ_EXIT:
+def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[str]) -> tuple[Status, str] | None:
+    """Timeouts, memory and output breaches of the named steps, from the host's own observations."""
+    limits = {s.name: s for s in plan.steps}
+    for name in names:
+        step = outcome.steps.get(name)
+        if step is None or not step.started:
+            continue
+        spec = limits[name]
+        if name == outcome.overflow_step:
+            return Status.OUTPUT_LIMIT, f"step '{name}' wrote more output than allowed"
+        if name in outcome.timed_out:
+            return Status.TIMEOUT, f"step '{name}' exceeded its wall-clock limit ({spec.wall_s:g} s)"
+        if step.signal == signal.SIGXCPU or (step.signal == signal.SIGKILL and step.cpu_s >= 0.9 * spec.cpu_s):
+            return Status.TIMEOUT, f"step '{name}' exceeded its CPU-time limit ({spec.cpu_s} s)"
+        if step.signal == signal.SIGKILL and oom and spec.kind == "run":
+            return Status.MEMORY_LIMIT, f"step '{name}' went over the job's memory limit ({spec.memory_mb} MB)"
+        if step.signal == signal.SIGXFSZ:
             return Status.OUTPUT_LIMIT, f"step '{name}' wrote a file larger than allowed"
+        text = step.output[-8192:]
         if step.exit_code and (b"memory allocation of" in text or b"out of memory" in text.lower()):
-            return Status.MEMORY_LIMIT, f"step '{name}' ran out of its memory limit"
+            return Status.MEMORY_LIMIT, f"step '{name}' ran out of its memory limit ({spec.memory_mb} MB)"
     return None
 
 
-def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome) -> Result:
+def _suite(asm: Assembly, outcome: DriverOutcome, run_name: str | None, compile_names: list[str], expected: int,
+           what: str) -> tuple[SuiteReport, str]:  # fmt: skip
+    """The report of one suite: from its run, or, when it never ran, why (its build failed)."""
+    if run_name is None:
+        return SuiteReport(expected=expected), ""
+    run = _ran(outcome, run_name)
+    if run is not None:
+        return parse_test_log(run.output, asm.nonce, run.status, asm.sentinel_test, expected)
+    ran_compiles = [outcome.steps[n] for n in compile_names if _ran(outcome, n) is not None]
+    if not ran_compiles:
+        return SuiteReport(expected=expected), ""
+    errors = [d for d in parse_diagnostics(ran_compiles[-1].output) if d.level == "error"]
+    note = f"{what} do not compile: " + (_first_message(errors) or "unknown error")
+    rendered = "\n".join(d.rendered for d in errors)[-TAIL_BYTES:]
+    return SuiteReport(ran=False, failed=max(expected, 1), expected=expected, note=note), rendered
+
+
+def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: bool = False) -> Result:
     steps = outcome.steps
     if not any(s.started for s in steps.values()):
         return Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"sandbox did not start: {outcome.driver_error or 'no output'}")
+    if not outcome.done and not outcome.timed_out and not outcome.overflow_step:
+        if oom:
+            return Result(id=job.id, status=Status.MEMORY_LIMIT, reason="the job went over its memory limit")
+        return Result(id=job.id, status=Status.SANDBOX_ERROR,
+                      reason=f"the sandbox stopped before the job's end (driver exit {outcome.driver_exit}): {outcome.driver_error[-300:]}")  # fmt: skip
+    generated = asm.generated
     build_step = _first_ran(outcome, plan.build[:1]) or _first_ran(outcome, plan.build)
     build_ok = build_step is not None and steps[build_step].exit_code == 0
     if not build_ok and len(plan.build) > 1:  # fast path: the test build failed, the plain check decides
         check = _first_ran(outcome, plan.build[1:])
         if check is not None:
             build_step, build_ok = check, steps[check].exit_code == 0
-    diags = parse_diagnostics(steps[build_step].output, GENERATED_FILES) if build_step else []
+    diags = parse_diagnostics(steps[build_step].output, generated) if build_step else []
     lint_step = build_step if build_step in plan.lint else _first_ran(outcome, plan.lint)
-    lint_diags = parse_diagnostics(steps[lint_step].output, GENERATED_FILES) if lint_step else []
+    lint_diags = parse_diagnostics(steps[lint_step].output, generated) if lint_step else []
     errors = [d for d in diags if d.level == "error"]
     warnings = dedupe([d for d in lint_diags if d.level == "warning"])
     build = BuildReport(ok=build_ok, errors=len(errors), diagnostics=tuple(errors))
-    lint_errors = any(d.level == "error" for d in lint_diags)  # errors in generated test files are not counted
-    clippy = ClippyReport(ok=build_ok and lint_step is not None and not lint_errors and not warnings,
-                          warnings=len(warnings), diagnostics=tuple(warnings))  # fmt: skip
-    tests, tail = TestReport(), ""
-    run = steps.get(plan.run) if plan.run else None
-    if run is not None and run.started:
-        tests = parse_test_log(run.output, asm.nonce, run.exit_code, all_hidden=job.test_mode is TestMode.INTEGRATION)
-        tail = tests.output[-TAIL_BYTES:]
-    resource = _resource_status(outcome)
-    test_compile_failed = build_ok and plan.test_compile is not None and steps[plan.test_compile].exit_code not in (0, None)
-    if resource is not None:
+    clippy = ClippyReport(ok=build_ok and lint_step is not None and not warnings, warnings=len(warnings), diagnostics=tuple(warnings))
+    if build_ok:
+        hidden, hidden_text = _suite(asm, outcome, plan.run_hidden, plan.hidden_compile, asm.hidden_expected, "the hidden tests")
+        own_compiles = [plan.own_compile] if plan.own_compile else []
+        own, own_text = _suite(asm, outcome, plan.run_own, own_compiles, 0, "the program's own tests")
+        tests = TestReport(hidden=hidden, own=own, output="\n".join(t for t in (hidden_text, own_text) if t))
+    else:  # nothing ran: the program itself does not build
+        hidden, own = SuiteReport(expected=asm.hidden_expected), SuiteReport()
+        tests = TestReport(hidden=hidden, own=own)
+    tail = tests.output[-TAIL_BYTES:]
+    compile_steps = [s.name for s in plan.steps if s.kind == "compile"]
+    run_steps = [s.name for s in plan.steps if s.kind == "run"]
+    if not build_ok:
+        status, reason = _resource_status(plan, outcome, oom, compile_steps) or (
+            Status.COMPILE_ERROR, _first_message(errors) or "the program does not compile")
+        tail = "\n".join(d.rendered for d in errors)[-TAIL_BYTES:] or outcome.steps[build_step].output.decode(errors="replace")[-TAIL_BYTES:] if build_step else ""
+    elif resource := _resource_status(plan, outcome, oom, run_steps + compile_steps):
         status, reason = resource
-    elif not build_ok:
-        status, reason = Status.COMPILE_ERROR, _first_message(errors) or "the program does not compile"
-    elif test_compile_failed:
-        test_errors = [d for d in parse_diagnostics(steps[plan.test_compile].output) if d.level == "error"]
-        status, reason = Status.TEST_FAILURE, "the tests do not compile: " + (_first_message(test_errors) or "unknown error")
-        tail = "\n".join(d.rendered for d in test_errors)[-TAIL_BYTES:]
-    elif run is not None and not tests.ok and (tests.counts.failed or not tests.trusted):
-        status, reason = Status.TEST_FAILURE, tests.note or f"{tests.counts.failed} test(s) failed"
+    elif (hidden.ran or hidden.expected) and not hidden.ok:
+        status, reason = Status.TEST_FAILURE, "hidden tests: " + (hidden.note or f"{hidden.failed} failed")
+    elif plan.run_own and not own.ok:
+        status, reason = Status.TEST_FAILURE, "own tests: " + (own.note or f"{own.failed} failed")
     else:
         status, reason = Status.OK, ""
-    if status is Status.COMPILE_ERROR:
-        tail = "\n".join(d.rendered for d in errors)[-TAIL_BYTES:]
-    return Result(id=job.id, status=status, build=build, clippy=clippy, tests=tests, reason=reason, output_tail=tail)
+    measures = {"steps": {name: s.measures() for name, s in steps.items() if s.started}}
+    return Result(id=job.id, status=status, build=build, clippy=clippy, tests=tests, reason=reason, output_tail=tail, measures=measures)
 
 
 def _first_message(diags: list[Diagnostic]) -> str:

@@ -1,22 +1,20 @@
-"""Isolation levels and the command line that puts a driver script inside them.
+"""Isolation levels: each one a small class that says whether it works here and how to start a job.
 
-Two levels, strongest first:
-
-``bwrap``
-    bubblewrap with fresh pid, ipc, uts, network (no interfaces but loopback) and cgroup
-    namespaces; the filesystem is only /usr and the toolchain (read-only), the job's sources
-    (read-only) and a size-capped tmpfs; no host environment variable passes. When we run as
-    root the program runs as a per-worker unprivileged uid, so RLIMIT_NPROC really binds and
-    no file outside the sandbox is writable even by mistake. The namespace dies with its
-    first process, so nothing outlives the job.
-``rlimits``
-    the fallback where bubblewrap is refused (typical inside Docker without
-    ``--security-opt seccomp=unconfined``/user namespaces): setsid, the same rlimits, an empty
-    environment, private directories and, as root, the per-worker uid (all its processes are
-    killed after each job). The host filesystem stays readable and the network is NOT
-    blocked: rely on the container for those.
+``bwrap`` (strongest)
+    bubblewrap with fresh pid, ipc, uts, network (loopback only, nothing listening) and cgroup
+    namespaces; the filesystem is /usr and the toolchain read-only, the job's sources and a
+    size-capped tmpfs; no host environment variable passes. The driver runs as sandbox root with only
+    the capabilities to switch uid, kill and make binaries exec-only; every step runs through ``rg-run`` as the slot's unprivileged uid,
+    under a seccomp filter (no namespaces, mounts, ptrace, keyrings, bpf), in the slot's memory cgroup.
+``rlimits`` (fallback)
+    where bubblewrap is refused (some containers): the same runner, uid, seccomp filter, rlimits
+    and memory cgroup, an empty environment and private 0700 directories, but the host filesystem
+    stays readable where its modes allow and the network is NOT blocked: rely on the container.
+    As root it refuses to start when the slot uid cannot reach the toolchain, rather than run
+    untrusted code as root.
 
 ``strict`` demands ``bwrap`` and fails loudly without it; ``auto`` takes the best available.
+A new level is one more subclass of :class:`Isolation`.
 """
 
 from __future__ import annotations
@@ -25,103 +23,141 @@ import functools
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import ClassVar
 
-from .toolchain import Toolchain
+from .cgroups import SlotMemory
+from .layout import JobDir, Layout
+from .runner import runner_path
+from .slots import UID_BASE
+from .toolchain import Toolchain, find_toolchain
 
+AUTO, STRICT = "auto", "strict"
 BWRAP = "bwrap"
 RLIMITS = "rlimits"
-SLOT_UID_BASE = 61000  # worker slot k runs untrusted code as uid SLOT_UID_BASE + k
+CHOICES = (AUTO, STRICT, RLIMITS)
 
 
 class IsolationUnavailable(RuntimeError):
-    """Strict isolation was demanded but bubblewrap cannot create its namespaces here."""
+    """The requested isolation level cannot run here; the message says why and how to fix it."""
 
 
-@dataclass(frozen=True)
-class Layout:
-    """Where the driver sees the sources, the writable work dir and the toolchain."""
-
-    src: str
-    work: str
-    toolchain: str
-
-
-def _runs_as_root() -> bool:
+def runs_as_root() -> bool:
     return os.geteuid() == 0
 
 
-def slot_uid(slot: int, level: str = BWRAP) -> int | None:
-    """The uid for untrusted code in worker ``slot``, or None when we cannot switch uids
-    (not root, or, in the fallback level, the toolchain is not readable by other users)."""
-    if not _runs_as_root():
+class Isolation(ABC):
+    """How a job's driver script is started, and where it finds its files."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def problem(self) -> str | None:
+        """None when this level works here; else why not (shown to the user)."""
+
+    @abstractmethod
+    def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
+        """The paths the driver and its steps use."""
+
+    @abstractmethod
+    def command(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int) -> tuple[list[str], dict[str, str]]:
+        """The argv that runs the driver script, and its environment."""
+
+    def caveat(self) -> str | None:
+        """What this level does not guarantee, when that is worth a warning."""
         return None
-    if level != BWRAP and not _toolchain_readable_by_others():
+
+
+class Bubblewrap(Isolation):
+    name = BWRAP
+
+    def problem(self) -> str | None:
+        return bwrap_problem()
+
+    def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
+        return Layout(src="/src", work="/tmp", toolchain="/toolchain", runner="/rg/run", driver="/rg/driver.sh",
+                      memory_cgroup="/rg/memory" if memory is not None else None)  # fmt: skip
+
+    def command(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int) -> tuple[list[str], dict[str, str]]:
+        argv = [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--clearenv",
+            "--ro-bind", "/usr", "/usr",
+            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+            "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # `cc` -> gcc: rustc then links with rust-lld
+            "--ro-bind", str(toolchain.sysroot), "/toolchain",
+            "--ro-bind", str(job.src), "/src",  # emptied by the host before any test runs
+            "--ro-bind", str(runner_path()), "/rg/run",
+            "--ro-bind", str(job.driver), "/rg/driver.sh",
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(disk_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
+            "--chdir", "/tmp",
+            "--setenv", "PATH", "/toolchain/bin:/usr/bin",
+            "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
+        ]  # fmt: skip
+        if memory is not None:
+            argv += ["--bind", str(memory.procs), "/rg/memory"]
+        if runs_as_root():
+            # root-side only: every step drops them with its uid (runner.c)
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER"):
+                argv += ["--cap-add", cap]
+        else:
+            argv += ["--unshare-user-try"]
+        return [*argv, "--", "/bin/bash", "/rg/driver.sh"], {}
+
+
+class RlimitsOnly(Isolation):
+    name = RLIMITS
+
+    def problem(self) -> str | None:
+        if shutil.which("bash") is None:
+            return "bash is missing"
+        if runs_as_root() and not _toolchain_reachable():
+            sysroot = find_toolchain().sysroot
+            return (
+                f"the toolchain at {sysroot} is not reachable by an unprivileged uid (a parent directory is private), "
+                "and untrusted code is never run as root: install Rust where other users can read it "
+                f"(e.g. RUSTUP_HOME=/usr/local/rustup), or point REWARD_SANDBOX_RUSTC at a readable copy (cp -al {sysroot} /opt/rust)"
+            )
         return None
-    return SLOT_UID_BASE + slot
+
+    def caveat(self) -> str | None:
+        if not runs_as_root():
+            return "not running as root: untrusted code runs as this user and can read this user's files"
+        return None
+
+    def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
+        return Layout(src=str(job.src), work=str(job.work), toolchain=str(toolchain.sysroot), runner=str(runner_path()),
+                      driver=str(job.driver), memory_cgroup=str(memory.procs) if memory is not None else None)  # fmt: skip
+
+    def command(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int) -> tuple[list[str], dict[str, str]]:
+        env = {"PATH": f"{toolchain.sysroot}/bin:/usr/bin:/bin", "HOME": str(job.work), "TMPDIR": str(job.work), "LANG": "C.UTF-8"}
+        return ["/bin/bash", str(job.driver)], env
+
+
+LEVELS: dict[str, type[Isolation]] = {BWRAP: Bubblewrap, RLIMITS: RlimitsOnly}
 
 
 @functools.lru_cache(maxsize=1)
-def _toolchain_readable_by_others() -> bool:
-    """Without a mount namespace the unprivileged uid must reach the toolchain itself
-    (rustup under /root, mode 700, is not reachable; /usr/local/rustup in Docker is)."""
-    from .toolchain import find_toolchain
-
+def _toolchain_reachable() -> bool:
+    """Whether an unprivileged uid can run clippy-driver where it is installed."""
     clippy = str(find_toolchain().clippy_driver)
-    probe = [*_setpriv(SLOT_UID_BASE), "/bin/sh", "-c", f'test -x "{clippy}"']
+    probe = [str(runner_path()), "2", "probe", str(UID_BASE), "512", "5", "8", "1", "64", "8", "-1", "-", "--", "test", "-x", clippy]
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
 
-def _setpriv(uid: int) -> list[str]:
-    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
-
-
-def bwrap_argv(toolchain: Toolchain, src_dir: Path, disk_mb: int, uid: int | None) -> list[str]:
-    """The bubblewrap prefix; the driver script follows it."""
-    argv = [
-        shutil.which("bwrap") or "bwrap",
-        "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session", "--clearenv",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-        "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # `cc` -> gcc: rustc then links with rust-lld
-        "--ro-bind", str(toolchain.sysroot), "/toolchain",
-        "--ro-bind", str(src_dir), "/src",
-        "--proc", "/proc", "--dev", "/dev",
-        "--size", str(disk_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
-        "--chdir", "/tmp",
-        "--setenv", "PATH", "/toolchain/bin:/usr/bin",
-        "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
-    ]  # fmt: skip
-    if uid is None:
-        argv += ["--unshare-user-try", "--"]
-    else:
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", *_setpriv(uid)]
-    return argv
-
-
-def rlimits_argv(uid: int | None) -> list[str]:
-    """The fallback prefix: only the uid switch (rlimits are applied per step by the driver)."""
-    return _setpriv(uid) if uid is not None else []
-
-
-def host_env(toolchain: Toolchain, work_dir: str) -> dict[str, str]:
-    """The only environment variables untrusted code sees in the fallback level."""
-    return {"PATH": f"{toolchain.sysroot}/bin:/usr/bin:/bin", "HOME": work_dir, "TMPDIR": work_dir, "LANG": "C.UTF-8"}
-
-
 @functools.lru_cache(maxsize=1)
-def bwrap_problem() -> str | None:
-    """None when bubblewrap works here; else why not (shown to the user on fallback)."""
-    from .toolchain import find_toolchain
-
+def _bwrap_problem() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
-    if _runs_as_root() and shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is missing, so the sandbox could not drop root"
     probe = Path("/tmp") if Path("/tmp").is_dir() else Path.cwd()
-    argv = [*bwrap_argv(find_toolchain(), probe, 16, slot_uid(0)), "/bin/true"]
+    toolchain = find_toolchain()
+    argv = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",
+            "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            "--ro-bind", str(toolchain.sysroot), "/toolchain", "--ro-bind", str(probe), "/src", "--proc", "/proc",
+            "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/true"]  # fmt: skip
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -131,29 +167,31 @@ def bwrap_problem() -> str | None:
     return None
 
 
-def choose_level(requested: str) -> tuple[str, str | None]:
+def bwrap_problem() -> str | None:
+    """None when bubblewrap works here; else why not."""
+    return _bwrap_problem()
+
+
+def choose_level(requested: str) -> tuple[Isolation, str | None]:
     """Resolve ``auto``/``strict``/``bwrap``/``rlimits`` into a level and an optional warning."""
+    if requested not in (*CHOICES, BWRAP):
+        raise ValueError(f"isolation must be one of {', '.join(CHOICES)}, got {requested!r}")
     if requested == RLIMITS:
-        return RLIMITS, _fallback_caveat()
-    if requested not in ("auto", "strict", BWRAP):
-        raise ValueError(f"isolation must be auto, strict or rlimits, got {requested!r}")
-    problem = bwrap_problem()
+        level: Isolation = RlimitsOnly()
+        problem = level.problem()
+        if problem:
+            raise IsolationUnavailable(f"rlimits isolation cannot run here: {problem}")
+        return level, level.caveat()
+    bwrap = Bubblewrap()
+    problem = bwrap.problem()
     if problem is None:
-        return BWRAP, None
-    if requested in ("strict", BWRAP):
+        return bwrap, None
+    if requested in (STRICT, BWRAP):
         raise IsolationUnavailable(f"strict isolation requested but {problem}")
-    caveat = _fallback_caveat()
+    fallback = RlimitsOnly()
+    fallback_problem = fallback.problem()
+    if fallback_problem:
+        raise IsolationUnavailable(f"no isolation level works here: {problem}; and {fallback_problem}")
     warning = f"falling back to rlimits-only isolation (no network or filesystem namespace): {problem}"
-    return RLIMITS, warning + (f"; {caveat}" if caveat else "")
-
-
-def _fallback_caveat() -> str | None:
-    if _runs_as_root() and not _toolchain_readable_by_others():
-        return "the toolchain is not readable by other users, so untrusted code runs as root (process limit cannot bind)"
-    return None
-
-
-def layout_for(level: str, toolchain: Toolchain, src_dir: Path, work_dir: Path) -> Layout:
-    if level == BWRAP:
-        return Layout(src="/src", work="/tmp", toolchain="/toolchain")
-    return Layout(src=str(src_dir), work=str(work_dir), toolchain=str(toolchain.sysroot))
+    caveat = fallback.caveat()
+    return fallback, warning + (f"; {caveat}" if caveat else "")

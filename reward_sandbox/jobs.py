@@ -75,7 +75,11 @@ class Job:
                 return ""
             if not isinstance(value, str):
                 raise InvalidJob(f"{where}: '{name}' must be a string, got {type(value).__name__}")
-            if len(value.encode()) > MAX_SOURCE_BYTES:
+            try:
+                size = len(value.encode())
+            except UnicodeEncodeError:
+                raise InvalidJob(f"{where}: '{name}' is not valid Unicode (a lone surrogate?)") from None
+            if size > MAX_SOURCE_BYTES:
                 raise InvalidJob(f"{where}: '{name}' is larger than {MAX_SOURCE_BYTES} bytes")
             if "\x00" in value:
                 raise InvalidJob(f"{where}: '{name}' contains a NUL byte")
@@ -102,11 +106,12 @@ class Job:
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S
         ):
             raise InvalidJob(f"{where}: 'timeout_s' must be a number in (0, {MAX_TIMEOUT_S:g}], got {timeout!r}")
-        edition = str(record.get("edition", "2021"))
+        edition = record.get("edition", "2021")
+        edition = str(edition) if isinstance(edition, (str, int)) and not isinstance(edition, bool) else repr(edition)
         if edition not in _EDITIONS:
             raise InvalidJob(f"{where}: 'edition' must be one of {', '.join(_EDITIONS)}, got {edition!r}")
         opt_level = record.get("opt_level", 0)
-        if opt_level not in (0, 1, 2, 3):
+        if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
             raise InvalidJob(f"{where}: 'opt_level' must be 0, 1, 2 or 3, got {opt_level!r}")
         include_ignored = record.get("include_ignored", False)
         if not isinstance(include_ignored, bool):

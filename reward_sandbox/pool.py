@@ -12,11 +12,13 @@ from typing import Any
 
 from .backends import BACKENDS, FAST
 from .cache import ResultCache, job_key
-from .grader import grade_job
+from .cgroups import SlotMemory, cgroup_problem
+from .grader import Slot, grade_job
 from .isolation import choose_level
 from .jobs import InvalidJob, Job
 from .limits import Limits
 from .results import Result, invalid_result
+from .slots import UidLease
 from .toolchain import find_toolchain
 
 log = logging.getLogger("reward_sandbox")
@@ -41,21 +43,41 @@ class Grader:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.toolchain = find_toolchain()
-        self.level, warning = choose_level(isolation)
-        if warning:
-            log.warning(warning)
-        self.warning = warning
+        self.isolation, warning = choose_level(isolation)
+        self.level = self.isolation.name
         self.backend = backend
         self.limits = limits or Limits()
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.cache = cache if cache is not None else ResultCache()
-        self._slots: queue.Queue[int] = queue.Queue()
-        for slot in range(self.workers):
+        self.memory_scope = "job"
+        no_cgroups = cgroup_problem()
+        if no_cgroups:
+            self.memory_scope = "process"
+            note = f"memory is limited per process only: {no_cgroups}"
+            warning = f"{warning}; {note}" if warning else note
+        if warning:
+            log.warning(warning)
+        self.warning = warning
+        self._lease = UidLease(self.workers) if os.geteuid() == 0 else None
+        uids: list[int | None] = list(self._lease.uids) if self._lease else [None] * self.workers
+        self._slots: queue.Queue[Slot] = queue.Queue()
+        self._all_slots = [Slot(uid, SlotMemory(f"uid-{uid}") if uid is not None and not no_cgroups else None) for uid in uids]
+        for slot in self._all_slots:
             self._slots.put(slot)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reward-sandbox")
 
+    @property
+    def uids(self) -> list[int]:
+        """The unprivileged uids this grader's slots run untrusted code as (empty when not root)."""
+        return [slot.uid for slot in self._all_slots if slot.uid is not None]
+
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+        for slot in self._all_slots:
+            if slot.memory is not None:
+                slot.memory.remove()
+        if self._lease is not None:
+            self._lease.release()
 
     def __enter__(self) -> Grader:
         return self
@@ -66,7 +88,7 @@ class Grader:
     def _grade_one(self, job: Job) -> Result:
         slot = self._slots.get()
         try:
-            return grade_job(job, toolchain=self.toolchain, level=self.level, limits=self.limits, backend=self.backend, slot=slot)
+            return grade_job(job, toolchain=self.toolchain, isolation=self.isolation, limits=self.limits, backend=self.backend, slot=slot)
         finally:
             self._slots.put(slot)
 
@@ -91,7 +113,7 @@ class Grader:
                     on_result(index, results[index])  # type: ignore[arg-type]
                 continue
             ids[index] = job.id
-            key = job_key(job, self.toolchain.version, self.backend, self.limits)
+            key = job_key(job, self.toolchain.version, self.backend, self.limits, self.level, self.memory_scope)
             cached = self.cache.get(key)
             if cached is not None:
                 results[index] = replace(cached, id=job.id, cached=True)

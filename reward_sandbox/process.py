@@ -1,8 +1,12 @@
-"""Run a sequence of steps (compile, run, ...) as one sandboxed shell driver.
+"""Run a job's steps (compile, run, ...) as one sandboxed bash driver, and watch it from the host.
 
-One sandbox start per job keeps the overhead at a single bubblewrap call. Each step's
-output has its own pipe, and the driver reports "begin STEP" / "end STEP RC" on a control
-pipe that is closed for the steps themselves, so a program cannot forge exit codes by printing.
+One sandbox start per job keeps the overhead at a single bubblewrap call. The driver runs as
+(sandbox) root; each step goes through ``rg-run``, which drops to the slot uid, so the program
+cannot signal the driver or forge what it reports. Each step's output has its own pipe; the
+driver reports ``begin STEP``, ``end STEP RC`` and finally ``done`` on a control pipe that the
+steps never hold, and ``rg-run`` adds each step's exact exit status, signal, CPU time and peak
+memory there. A driver that never says ``done`` without the host having killed it was stopped
+by something outside the program: that is a sandbox fault, not a verdict.
 The host enforces each step's wall-clock deadline, caps every stream, and kills the whole
 process tree on breach.
 """
@@ -10,88 +14,130 @@ process tree on breach.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shlex
 import signal
-import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-CONTROL_FD = 9
-FIRST_STEP_FD = 3
-MAX_STEPS = CONTROL_FD - FIRST_STEP_FD  # dash knows single-digit fds only
+from .layout import Layout
+
+CONTROL_FD = 3
+ACK_FD = 4  # the host answers the driver's "scrub" here once the sources are gone
+NONCE_FD = 5
+FIRST_STEP_FD = 6
+HIGH_FD = 100  # above every target descriptor
 
 
 @dataclass(frozen=True)
 class Step:
-    """One command of the driver, with its own limits. ``when`` is "always" or "ok:NAME"/"failed:NAME"
-    (run only if step NAME exited 0 / non-zero)."""
+    """One command of the driver, with its own limits. ``when`` is "always" or alternatives joined
+    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0) or
+    ``failed:NAME`` (it ran and did not)."""
 
     name: str
     argv: list[str]
+    kind: str  # "compile" or "run" (untrusted code executes: sources gone, memory cgroup joined)
     wall_s: float
     cpu_s: int
     memory_mb: int
     procs: int
     file_size_mb: int
     open_files: int
+    stack_mb: int
     output_bytes: int
     env: dict[str, str] = field(default_factory=dict)
     when: str = "always"
     cwd: str = ""  # run from this directory (default: the work dir)
+    nonce: bool = False  # gets the sentinel's nonce pipe as fd 3
+    exec_only: bool = False  # argv[0] becomes root-owned and mode 0111: the program can execute it, not read it
 
 
 @dataclass
 class StepOutcome:
     started: bool = False
-    exit_code: int | None = None
+    exit_code: int | None = None  # the driver's view ($?), 128+N for a signal
     output: bytes = b""
     truncated: bool = False
     wall_s: float = 0.0
+    status: int | None = None  # from rg-run: the real exit status (None when killed by a signal)
+    signal: int = 0
+    cpu_s: float = 0.0
+    max_rss_mb: float = 0.0
+
+    def measures(self) -> dict[str, float | int | None]:
+        return {"exit_code": self.status, "signal": self.signal, "cpu_s": round(self.cpu_s, 3),
+                "wall_s": round(self.wall_s, 3), "max_rss_mb": round(self.max_rss_mb, 1)}  # fmt: skip
 
 
 @dataclass
 class DriverOutcome:
     steps: dict[str, StepOutcome]
-    timed_out_step: str | None = None
+    timed_out: set[str] = field(default_factory=set)  # steps stopped at their wall-clock deadline
     overflow_step: str | None = None
     driver_exit: int | None = None
     driver_error: str = ""
+    done: bool = False  # the driver reached its end
     wall_s: float = 0.0
 
 
-def driver_script(steps: list[Step], work_dir: str) -> str:
-    """A POSIX sh script that runs the steps with their rlimits and reports on the control fd."""
-    if len(steps) > MAX_STEPS:
-        raise ValueError(f"at most {MAX_STEPS} steps per job")
-    step_fds = [FIRST_STEP_FD + i for i in range(len(steps))]
-    close_all = " ".join(f"{fd}>&-" for fd in [*step_fds, CONTROL_FD])
-    lines = ["exec 0</dev/null", f"cd {shlex.quote(work_dir)} || exit 90"]
-    for step, fd in zip(steps, step_fds):
-        limits = [
-            f"--as={step.memory_mb * 1024 * 1024}",
-            f"--cpu={step.cpu_s}",
-            f"--nproc={step.procs}",
-            f"--fsize={step.file_size_mb * 1024 * 1024}",
-            f"--nofile={step.open_files}",
-            "--core=0",
-        ]
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
-        command = " ".join(shlex.quote(a) for a in step.argv)
-        if step.cwd:
-            command = f"sh -c 'cd \"$0\" && exec \"$@\"' {shlex.quote(step.cwd)} {command}"
-        body = (
-            f"echo 'begin {step.name}' >&{CONTROL_FD}; "
-            f"{env + ' ' if env else ''}prlimit {' '.join(limits)} -- {command} >&{fd} 2>&{fd} {close_all}; "
-            f"rc_{step.name}=$?; echo \"end {step.name} $rc_{step.name}\" >&{CONTROL_FD}"
-        )
-        if step.when == "always":
-            lines.append(body)
-        else:
-            kind, _, other = step.when.partition(":")
-            test = "-eq" if kind == "ok" else "-ne"
-            lines.append(f'if [ "${{rc_{other}:-1}}" {test} 0 ]; then {body}; fi')
+def _condition(when: str) -> str:
+    def atom(term: str) -> str:
+        kind, _, name = term.partition(":")
+        if kind == "ok":
+            return f'[ "${{rc_{name}:-x}}" = 0 ]'
+        return f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+
+    return " || ".join("{ " + " && ".join(atom(t) for t in alt.split("&")) + "; }" for alt in when.split("|"))
+
+
+def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str], nonce: bool) -> str:
+    cwd = step.cwd or "-"
+    args = [
+        layout.runner, str(CONTROL_FD), step.name, str(-1 if uid is None else uid), str(step.memory_mb), str(step.cpu_s),
+        str(step.procs), str(step.file_size_mb), str(step.open_files), str(step.stack_mb),
+        str(NONCE_FD if nonce else -1), cwd, "--", *argv,
+    ]  # fmt: skip
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
+    return (env + " " if env else "") + " ".join(shlex.quote(a) for a in args)
+
+
+def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secrets: list[str]) -> str:
+    """A bash script that runs the steps and reports on the control fd.
+
+    Before the first step that runs untrusted code it says ``scrub`` and waits for the host to
+    delete the sources (hidden tests included) and answer; ``uid_secrets``, copies the slot uid
+    made, are deleted as that uid. No source or generated file is readable once tests run.
+    """
+    lines = ["exec 0</dev/null", f"cd {shlex.quote(layout.work)} || exit 90"]
+    kinds = [step.kind for step in steps]
+    if "run" in kinds and "compile" in kinds[kinds.index("run") :]:
+        raise ValueError("every compile step must come before the first run step")
+    scrubbed = False
+    for index, step in enumerate(steps):
+        fd = FIRST_STEP_FD + index
+        argv = list(step.argv)
+        if step.kind == "run" and not scrubbed:  # unconditionally, whichever run step comes first
+            scrubbed = True
+            lines.append(f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92")
+            if uid_secrets:
+                scrub = Step("scrub", [], "compile", 30, 10, 256, 8, 1, 64, 64, 0)
+                lines.append(_runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets], False) + " >/dev/null 2>&1")
+            if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
+                lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
+        body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
+        call = _runner_call(layout, step, uid, argv, step.nonce)
+        if step.exec_only:
+            call = f"RG_EXEC_ONLY={shlex.quote(argv[0])} {call}"
+        body.append(f"{call} >&{fd} 2>&{fd}")
+        body.append(f'rc_{step.name}=$?; echo "end {step.name} $rc_{step.name}" >&{CONTROL_FD}')
+        block = "; ".join(body)
+        lines.append(block if step.when == "always" else f"if {_condition(step.when)}; then {block}; fi")
+    lines.append(f"echo done >&{CONTROL_FD}")
     return "\n".join(lines) + "\n"
 
 
@@ -100,38 +146,46 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def kill_uid_processes(uid: int) -> None:
-    """Kill every process of ``uid`` (used after fallback-level jobs, which have no pid namespace)."""
-    subprocess.run(
-        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/bin/sh", "-c", "kill -9 -1 2>/dev/null"],
-        check=False,
-        capture_output=True,
-    )
-
-
-def run_driver(prefix: list[str], steps: list[Step], env: dict[str, str], script_in_sandbox: str) -> DriverOutcome:
-    """Spawn ``prefix + [sh, script]`` in a new session and collect every step's output."""
-    pipes: dict[int, tuple[int, int]] = {}
-    for i in range(len(steps)):
-        pipes[FIRST_STEP_FD + i] = os.pipe()
+def run_driver(argv: list[str], steps: list[Step], env: dict[str, str], nonce: str, scrub: Callable[[], None],
+               kill_step: Callable[[str], bool] | None = None) -> DriverOutcome:  # fmt: skip
+    """Spawn ``argv`` (which runs the driver) in a new session and collect every step's output.
+    ``kill_step(kind)`` kills just an overdue step's processes, so the driver goes on to the next
+    step; without it (or when it finds nothing to kill) the whole sandbox is killed. ``scrub()``
+    deletes the job's sources when the driver asks, before any test runs."""
+    pipes: dict[int, tuple[int, int]] = {FIRST_STEP_FD + i: os.pipe() for i in range(len(steps))}
     pipes[CONTROL_FD] = os.pipe()
+    nonce_r, nonce_w = os.pipe()
+    os.write(nonce_w, f"{nonce}\n{nonce}\n".encode())
+    os.close(nonce_w)
+    ack_r, ack_w = os.pipe()
     misc_r, misc_w = os.pipe()
-    actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, misc_w, 1), (os.POSIX_SPAWN_DUP2, misc_w, 2)]
-    actions += [(os.POSIX_SPAWN_DUP2, w, target) for target, (_, w) in pipes.items()]
-    argv = [*prefix, "/bin/sh", script_in_sandbox]
+    # Sources are moved above every target first: a dup2 onto fd 4 must not clobber a pipe that
+    # happens to live at fd 4 in this (long-running, many-threaded) process before it is duplicated.
+    wanted = {1: misc_w, 2: misc_w, NONCE_FD: nonce_r, ACK_FD: ack_r, **{t: w for t, (_, w) in pipes.items()}}
+    high = {t: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for t, fd in wanted.items()}
+    actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
+    actions += [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in high.items()]
     start = time.monotonic()
     try:
         pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
     except OSError as exc:
-        for r, w in [*pipes.values(), (misc_r, misc_w)]:
+        for fd in high.values():
+            os.close(fd)
+        for r, w in [*pipes.values(), (misc_r, misc_w), (ack_r, ack_w)]:
             os.close(r)
             os.close(w)
+        os.close(nonce_r)
         return DriverOutcome(steps={}, driver_error=f"could not start sandbox: {exc}")
+    for fd in high.values():
+        os.close(fd)
     for _, w in pipes.values():
         os.close(w)
     os.close(misc_w)
+    os.close(nonce_r)
+    os.close(ack_r)
 
     outcomes = {s.name: StepOutcome() for s in steps}
+    by_name = {s.name: s for s in steps}
     fd_step = {pipes[FIRST_STEP_FD + i][0]: s for i, s in enumerate(steps)}
     control_r = pipes[CONTROL_FD][0]
     sel = selectors.DefaultSelector()
@@ -146,16 +200,22 @@ def run_driver(prefix: list[str], steps: list[Step], env: dict[str, str], script
     hard_deadline = start + sum(s.wall_s for s in steps) + 30.0
     outcome = DriverOutcome(steps=outcomes)
     killed = False
-    open_fds = len(sel.get_map())
-    while open_fds:
+    while sel.get_map():
         now = time.monotonic()
-        if not killed and (now > step_deadline or now > hard_deadline):
-            outcome.timed_out_step = current.name if current else "driver"
+        if not killed and now > step_deadline and current is not None:
+            first_time = current.name not in outcome.timed_out
+            outcome.timed_out.add(current.name)
+            if first_time and kill_step is not None and kill_step(current.kind):
+                step_deadline = now + 5.0  # grace for the step to end; then the whole sandbox goes
+            else:
+                _kill(pid)
+                killed = True
+        if not killed and now > hard_deadline:
+            outcome.timed_out.add(current.name if current else "driver")
             _kill(pid)
             killed = True
         timeout = max(0.0, min(step_deadline, hard_deadline) - now) if not killed else 1.0
-        events = sel.select(timeout=min(timeout, 1.0))
-        for key, _ in events:
+        for key, _ in sel.select(timeout=min(timeout, 1.0)):
             fd = key.fd
             try:
                 chunk = os.read(fd, 65536)
@@ -164,24 +224,35 @@ def run_driver(prefix: list[str], steps: list[Step], env: dict[str, str], script
             if not chunk:
                 sel.unregister(fd)
                 os.close(fd)
-                open_fds -= 1
                 continue
             if fd == control_r:
                 control_buf += chunk
                 while b"\n" in control_buf:
                     line, control_buf = control_buf.split(b"\n", 1)
                     parts = line.decode(errors="replace").split()
-                    if len(parts) >= 2 and parts[1] in outcomes:
+                    if parts == ["done"]:
+                        outcome.done = True
+                    elif parts == ["scrub"]:
+                        scrub()
+                        with contextlib.suppress(BrokenPipeError):  # the driver is gone: it never says done
+                            os.write(ack_w, b"1")
+                    elif len(parts) >= 2 and parts[1] in outcomes:
+                        name = parts[1]
                         if parts[0] == "begin":
-                            current = next(s for s in steps if s.name == parts[1])
-                            outcomes[current.name].started = True
+                            current = by_name[name]
+                            outcomes[name].started = True
                             step_started = time.monotonic()
                             step_deadline = step_started + current.wall_s
                         elif parts[0] == "end" and len(parts) == 3:
-                            done = outcomes[parts[1]]
+                            done = outcomes[name]
                             done.exit_code = int(parts[2]) if parts[2].lstrip("-").isdigit() else None
                             done.wall_s = time.monotonic() - step_started
                             current, step_deadline = None, float("inf")
+                        elif parts[0] == "stat" and len(parts) == 6:
+                            code, sig, cpu_ms, rss_kb = (int(p) for p in parts[2:])
+                            stat = outcomes[name]
+                            stat.status = None if code < 0 else code
+                            stat.signal, stat.cpu_s, stat.max_rss_mb = sig, cpu_ms / 1000, rss_kb / 1024
             elif fd == misc_r:
                 misc = (misc + chunk)[-16384:]
             else:
@@ -200,6 +271,7 @@ def run_driver(prefix: list[str], steps: list[Step], env: dict[str, str], script
     for key in list(sel.get_map().values()):
         os.close(key.fd)
     sel.close()
+    os.close(ack_w)
     _, status = os.waitpid(pid, 0)
     outcome.driver_exit = os.waitstatus_to_exitcode(status)
     outcome.driver_error = misc.decode(errors="replace").strip()

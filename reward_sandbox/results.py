@@ -36,7 +36,7 @@ class ClippyReport:
 
 @dataclass(frozen=True)
 class TestCounts:
-    """Counts for a group of tests (e.g. the program's own tests, or the hidden ones)."""
+    """Counts for a group of tests."""
 
     passed: int = 0
     failed: int = 0
@@ -55,23 +55,86 @@ class TestCounts:
 
 
 @dataclass(frozen=True)
-class TestReport:
-    """What the test harness itself reported. ``trusted`` is False when the run did not reach its end
-    (crash, ``process::exit``, forged output), in which case no test is counted as passed."""
+class SuiteReport:
+    """One test run: the hidden tests, or the program's own. ``trusted`` is False when the run did
+    not reach its end (crash, ``process::exit``, forged output); then no test counts as passed.
+    ``expected`` is how many tests the job holds: a run that saw fewer is never ``ok``."""
 
     ran: bool = False
     trusted: bool = False
-    counts: TestCounts = field(default_factory=TestCounts)
-    own: TestCounts = field(default_factory=TestCounts)
-    hidden: TestCounts = field(default_factory=TestCounts)
+    passed: int = 0
+    failed: int = 0
+    ignored: int = 0
+    expected: int = 0
     failures: tuple[str, ...] = ()
     passes: tuple[str, ...] = ()
     note: str = ""
-    output: str = ""  # panic messages and crash notes, not kept in the JSON form (see Result.output_tail)
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.ignored
+
+    @property
+    def counts(self) -> TestCounts:
+        return TestCounts(self.passed, self.failed, self.ignored)
 
     @property
     def ok(self) -> bool:
-        return self.ran and self.trusted and self.counts.ok
+        return self.ran and self.trusted and self.passed > 0 and self.failed == 0 and self.total >= self.expected
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"ok": self.ok, "ran": self.ran, "trusted": self.trusted, "passed": self.passed, "failed": self.failed,
+               "ignored": self.ignored, "total": self.total, "expected": self.expected,
+               "failures": list(self.failures), "passes": list(self.passes)}  # fmt: skip
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SuiteReport:
+        return cls(ran=d.get("ran", False), trusted=d.get("trusted", False), passed=d["passed"], failed=d["failed"],
+                   ignored=d["ignored"], expected=d.get("expected", 0), failures=tuple(d.get("failures", ())),
+                   passes=tuple(d.get("passes", ())), note=d.get("note", ""))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """The hidden tests and the program's own tests, run apart so one cannot spoil the other."""
+
+    hidden: SuiteReport = field(default_factory=SuiteReport)
+    own: SuiteReport = field(default_factory=SuiteReport)
+    output: str = ""  # panic messages and crash notes, not kept in the JSON form (see Result.output_tail)
+
+    @property
+    def ran(self) -> bool:
+        return self.hidden.ran or self.own.ran
+
+    @property
+    def trusted(self) -> bool:
+        """Every suite that ran reached its end honestly."""
+        return self.ran and all(s.trusted for s in (self.hidden, self.own) if s.ran)
+
+    @property
+    def counts(self) -> TestCounts:
+        return TestCounts(self.hidden.passed + self.own.passed, self.hidden.failed + self.own.failed,
+                          self.hidden.ignored + self.own.ignored)  # fmt: skip
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(sorted(self.own.failures + self.hidden.failures))
+
+    @property
+    def passes(self) -> tuple[str, ...]:
+        return tuple(sorted(self.own.passes + self.hidden.passes))
+
+    @property
+    def note(self) -> str:
+        return "; ".join(f"{name}: {s.note}" for name, s in (("hidden", self.hidden), ("own", self.own)) if s.note)
+
+    @property
+    def ok(self) -> bool:
+        suites = [s for s in (self.hidden, self.own) if s.ran or s.expected]
+        return bool(suites) and all(s.ok for s in suites)
 
     def to_dict(self) -> dict[str, Any]:
         out = self.counts.to_dict()
@@ -98,6 +161,7 @@ class Result:
     reason: str = ""
     cached: bool = False
     output_tail: str = ""
+    measures: dict[str, Any] = field(default_factory=dict)  # per step: exit_code, signal, cpu_s, wall_s, max_rss_mb
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +184,7 @@ class Result:
             "reason": self.reason,
             "cached": self.cached,
             "output_tail": self.output_tail,
+            "measures": self.measures,
         }
 
     @classmethod
@@ -129,31 +194,20 @@ class Result:
         def diags(items: list[dict[str, Any]]) -> tuple[Diagnostic, ...]:
             return tuple(Diagnostic(**d) for d in items)
 
-        def counts(d: dict[str, Any]) -> TestCounts:
-            return TestCounts(passed=d["passed"], failed=d["failed"], ignored=d["ignored"])
-
         t = data["tests"]
         return cls(
             id=data["id"],
             status=Status(data["status"]),
             build=BuildReport(data["build"]["ok"], data["build"]["errors"], diags(data["build"]["diagnostics"])),
             clippy=ClippyReport(data["clippy"]["ok"], data["clippy"]["warnings"], diags(data["clippy"]["diagnostics"])),
-            tests=TestReport(
-                ran=t["ran"],
-                trusted=t["trusted"],
-                counts=counts(t),
-                own=counts(t["own"]),
-                hidden=counts(t["hidden"]),
-                failures=tuple(t.get("failures", ())),
-                passes=tuple(t.get("passes", ())),
-                note=t.get("note", ""),
-            ),
+            tests=TestReport(hidden=SuiteReport.from_dict(t["hidden"]), own=SuiteReport.from_dict(t["own"])),
             duration_s=data.get("duration_s", 0.0),
             isolation=data.get("isolation", "none"),
             backend=data.get("backend", "fast"),
             reason=data.get("reason", ""),
             cached=data.get("cached", False),
             output_tail=data.get("output_tail", ""),
+            measures=data.get("measures", {}),
         )
 
 

@@ -3,8 +3,9 @@
 A run is trusted only if all of these hold:
 - the first suite event announces N tests, and exactly N distinct tests each have one
   ``started`` and one result event;
-- the sentinel (the last test by name) printed this build's secret nonce, once, after every
-  other test's result, and then passed;
+- the sentinel (the last test by name) printed this run's secret nonce, once, after every
+  other test's result, and then passed (it reads the nonce from a pipe at run time: the nonce
+  is in no file and not in the binary);
 - the suite's closing event follows and agrees with the per-test counts;
 - the process exit code agrees (0 when nothing failed, 101 otherwise).
 Otherwise no test counts as passed: the failures are kept for feedback, the rest is unknown.
@@ -13,10 +14,10 @@ Otherwise no test counts as passed: the failures are kept for feedback, the rest
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .assemble import SENTINEL_TEST, is_hidden_test
-from .results import TestCounts, TestReport
+from .results import SuiteReport, TestCounts
 
 _RESULT_EVENTS = {"ok": "passed", "failed": "failed", "ignored": "ignored"}
 
@@ -29,8 +30,9 @@ class _Test:
     position: int = -1
 
 
-def parse_test_log(output: bytes, nonce: str, exit_code: int | None, all_hidden: bool = False) -> TestReport:
-    """``all_hidden``: every test is the job's (integration mode, where they live in their own crate)."""
+def parse_test_log(output: bytes, nonce: str, exit_code: int | None, sentinel_test: str, expected: int = 0) -> tuple[SuiteReport, str]:
+    """The suite's report and the text a person should see (panic messages, crash notes).
+    ``exit_code`` is the process's real exit status (None when a signal ended it)."""
     text = output.decode(errors="replace")
     marker = f"RG_SENTINEL_{nonce}"
     tests: dict[str, _Test] = {}
@@ -73,13 +75,9 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None, all_hidden:
                 t.outcome = _RESULT_EVENTS[what]
                 t.position = position
 
-    user_tests = {name: t for name, t in tests.items() if name != SENTINEL_TEST}
-
-    def hidden(name: str) -> bool:
-        return all_hidden or is_hidden_test(name)
-
+    user_tests = {name: t for name, t in tests.items() if name != sentinel_test}
     failures = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "failed"))
-    sentinel = tests.get(SENTINEL_TEST)
+    sentinel = tests.get(sentinel_test)
     if announced is None:
         problems.append("the test harness never started")
     elif len(tests) != announced:
@@ -99,24 +97,20 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None, all_hidden:
     if exit_code != expected_exit:
         problems.append(f"exit code {exit_code}, expected {expected_exit}")
 
+    readable_text = "\n".join(readable)
     if problems:
-        seen_hidden = sum(hidden(name) for name in user_tests)
-        total = max(len(user_tests), (announced or 1) - 1, 1)
-        return TestReport(
-            ran=True, trusted=False, counts=TestCounts(failed=total),
-            own=TestCounts(failed=len(user_tests) - seen_hidden), hidden=TestCounts(failed=seen_hidden),
-            failures=failures, note="; ".join(dict.fromkeys(problems)), output="\n".join(readable),
-        )  # fmt: skip
-    own = _count(t for name, t in user_tests.items() if not hidden(name))
-    hidden_counts = _count(t for name, t in user_tests.items() if hidden(name))
+        total = max(len(user_tests), (announced or 1) - 1, expected, 1)
+        report = SuiteReport(ran=True, trusted=False, failed=total, expected=expected, failures=failures,
+                             note="; ".join(dict.fromkeys(problems)))  # fmt: skip
+        return report, readable_text
     passes = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "passed"))
-    return TestReport(
-        ran=True, trusted=True, counts=counts, own=own, hidden=hidden_counts, failures=failures, passes=passes,
-        output="\n".join(readable),
-    )  # fmt: skip
+    note = f"{expected} tests expected, {counts.total} ran" if counts.total < expected else ""
+    report = SuiteReport(ran=True, trusted=True, passed=counts.passed, failed=counts.failed, ignored=counts.ignored,
+                         expected=expected, failures=failures, passes=passes, note=note)  # fmt: skip
+    return report, readable_text
 
 
-def _count(tests) -> TestCounts:  # type: ignore[no-untyped-def]
+def _count(tests: Iterable[_Test]) -> TestCounts:
     passed = failed = ignored = 0
     for t in tests:
         passed += t.outcome == "passed"

@@ -1,9 +1,10 @@
-"""Reward functions for TRL's GRPOTrainer, all fed by one sandbox pass per completion.
+"""Reward functions for TRL's GRPOTrainer, all fed by one grading of each completion.
 
 TRL calls each reward function in turn with the same batch. The first call grades the whole
-batch in one parallel sandbox pass (program + its own tests + the row's hidden tests in one
-test binary); the others read the shared memo. A reward is ``None`` ("unknown", dropped by
-TRL) when the sandbox itself failed, so an infrastructure fault never reads as a bad program.
+batch (see :meth:`RewardContext.evaluate`); the others read the shared memo. When the sandbox
+cannot grade a completion, *every* reward function returns ``None`` for it: TRL drops a
+completion only when all of them do, so a fault never reads as a bad (or a good) program.
+Own tests earn credit only when they would catch a wrong program (see ``mutants.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from reward_sandbox import Result, Status
 
 from .audit import CodeAudit, audit_code
 from .data import Problem, problem_from_columns
+from .mutants import mutants
 from .parsing import ParsedCompletion, completion_text, parse_completion
 
 log = logging.getLogger("rust_grpo")
@@ -43,6 +45,53 @@ class Evaluation:
     audit: CodeAudit | None
     result: Result | None  # None when there was no code to grade
     has_hidden: bool
+    mutant_results: tuple[Result, ...] = ()  # the same own tests on wrong versions of the program
+
+    @property
+    def unknown(self) -> bool:
+        """The sandbox could not grade this completion (its fault, not the program's)."""
+        results = ([self.result] if self.result is not None else []) + list(self.mutant_results)
+        return any(not r.status.is_program_verdict for r in results)
+
+    @property
+    def catching_tests(self) -> frozenset[str]:
+        """Own tests that pass on the program, fail on every wrong version of it that built (at least
+        one did), and that the audit finds meaningful: the tests that would catch a bug."""
+        if self.result is None or self.audit is None or self.hacked or not self.result.tests.own.trusted:
+            return frozenset()
+        built = [m for m in self.mutant_results if m.build.ok and m.tests.own.ran]
+        if not built:
+            return frozenset()
+        caught = self.audit.meaningful_names() & set(self.result.tests.own.passes)
+        for mutant in built:
+            caught -= set(mutant.tests.own.passes) if mutant.tests.own.trusted else caught
+        return frozenset(caught)
+
+    # The verdicts, defined once: training metrics, `rust-grpo score` and `eval` all read these.
+
+    @property
+    def hacked(self) -> bool:
+        """The code exits the process, aborts or redefines assertion macros (see audit.py)."""
+        return self.audit is not None and self.audit.hacked
+
+    @property
+    def builds(self) -> bool:
+        return self.result is not None and self.result.build.ok
+
+    @property
+    def clippy_clean(self) -> bool:
+        return self.builds and self.result is not None and self.result.clippy.ok
+
+    @property
+    def own_tests_pass(self) -> bool:
+        """The program's own tests ran honestly and all passed (at least one), and nothing is hacked."""
+        return self.result is not None and self.result.tests.own.ok and not self.hacked
+
+    @property
+    def hidden_pass(self) -> bool:
+        """Every hidden test the row holds ran honestly and passed. Depends on the program alone:
+        its own tests run apart and cannot change it."""
+        return self.has_hidden and self.result is not None and self.result.tests.hidden.ok and not self.hacked
 
 
 class RewardContext:
@@ -74,33 +123,46 @@ class RewardContext:
         return evaluations
 
     def _grade(self, texts: list[str], rows: list[Problem], columns: dict[str, Any]) -> list[Evaluation]:
+        """Two parallel rounds: every program against its row's hidden tests (its own tests run
+        apart), then, only for programs with a passing own test, the wrong versions of the program
+        against those own tests."""
         parsed = [parse_completion(t) for t in texts]
-        jobs, owners = [], []
-        for i, p in enumerate(parsed):
-            if p.code is None:
-                continue
-            job = rows[i].job(p.code, str(i))
-            if self.timeout_s:
-                job["timeout_s"] = self.timeout_s
-            jobs.append(job)
-            owners.append(i)
+        audits = [audit_code(p.code) if p.code else None for p in parsed]
         start = time.monotonic()
-        results: list[Result | None] = [None] * len(texts)
-        if jobs:
-            try:
-                graded = self.grader.grade(jobs)
-            except Exception as exc:  # noqa: BLE001 - a dead reward server must not crash the run
-                log.error("reward grading failed for a batch of %d programs (%s); their cargo rewards are None", len(jobs), exc)
-                graded = [Result(id=j["id"], status=Status.SANDBOX_ERROR, reason=str(exc)) for j in jobs]
-            for i, r in zip(owners, graded):
-                results[i] = r
+        programs = {i: rows[i].job(p.code, str(i)) for i, p in enumerate(parsed) if p.code is not None}
+        results = self._grade_jobs(programs)
+        wrong: dict[tuple[int, str], dict[str, Any]] = {}
+        for i, result in results.items():
+            if result.tests.own.passed and audits[i] is not None and audits[i].tests:  # type: ignore[union-attr]
+                for name, code in mutants(parsed[i].code or "").items():
+                    job = {**programs[i], "id": f"{i}:{name}", "source": code}
+                    for key in ("tests", "include_ignored"):
+                        job.pop(key, None)
+                    wrong[(i, name)] = {**job, "test_mode": "unit"}
+        mutant_results = self._grade_jobs(wrong)
         self.sandbox_seconds += time.monotonic() - start
         evaluations = [
-            Evaluation(parsed=p, audit=audit_code(p.code) if p.code else None, result=results[i], has_hidden=bool(rows[i].tests.strip()))
+            Evaluation(parsed=p, audit=audits[i], result=results.get(i), has_hidden=bool(rows[i].tests.strip()),
+                       mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i))
             for i, p in enumerate(parsed)
         ]
         self._write_samples(texts, evaluations, columns)
         return evaluations
+
+    def _grade_jobs(self, jobs: dict[Any, dict[str, Any]]) -> dict[Any, Result]:
+        """Grade ``jobs`` in one parallel pass; a grader that fails turns them all into sandbox errors."""
+        if not jobs:
+            return {}
+        listed = list(jobs.values())
+        for job in listed:
+            if self.timeout_s:
+                job["timeout_s"] = self.timeout_s
+        try:
+            graded = self.grader.grade(listed)
+        except Exception as exc:  # noqa: BLE001 - a dead reward server must not crash the run
+            log.error("reward grading failed for a batch of %d programs (%s); their rewards are None", len(listed), exc)
+            graded = [Result(id=j["id"], status=Status.SANDBOX_ERROR, reason=str(exc)) for j in listed]
+        return dict(zip(jobs, graded))
 
     def _write_samples(self, texts: list[str], evaluations: list[Evaluation], columns: dict[str, Any]) -> None:
         state = columns.get("trainer_state")
@@ -113,7 +175,7 @@ class RewardContext:
             for i in range(min(self.samples_per_step, len(texts))):
                 e = evaluations[i]
                 record = {"step": step, "id": ids[i], "completion": texts[i], "status": e.result.status.value if e.result else "no_code",
-                          "rewards": {name: REWARDS[name](e, self.min_tests) for name in REWARD_NAMES}}  # fmt: skip
+                          "rewards": reward_values(e, self.min_tests)}  # fmt: skip
                 fh.write(json.dumps(record) + "\n")
 
 
@@ -125,10 +187,7 @@ def _column(columns: dict[str, Any], name: str, n: int, default: Any) -> list[An
 
 
 # --- The components: each maps one Evaluation to a reward in [0, 1], or None (unknown) -------
-
-
-def _sandbox_failed(e: Evaluation) -> bool:
-    return e.result is not None and not e.result.status.is_program_verdict
+# Every component returns None when the sandbox could not grade the completion (see RewardFunction).
 
 
 def format_reward(e: Evaluation, _min_tests: int) -> float:
@@ -139,58 +198,47 @@ def format_reward(e: Evaluation, _min_tests: int) -> float:
 
 
 def code_block_reward(e: Evaluation, _min_tests: int) -> float:
+    """1 for exactly one ```rust block."""
     return 1.0 if e.parsed.rust_blocks == 1 else 0.0
 
 
 def tests_present_reward(e: Evaluation, min_tests: int) -> float:
-    """Meaningful own tests (real asserts on the program's own items), up to ``min_tests``."""
+    """Own tests that would catch a bug (pass here, fail on every wrong version), up to ``min_tests``."""
+    return min(len(e.catching_tests), min_tests) / min_tests
+
+
+def build_reward(e: Evaluation, _min_tests: int) -> float:
+    """1 when the program compiles (lints never decide this)."""
+    return 1.0 if e.builds else 0.0
+
+
+def clippy_reward(e: Evaluation, _min_tests: int) -> float:
+    """1 with no warning, 0.5 with one, 0.1 less for each more; 0 when it does not build. Lints are
+    forced in the sandbox, so source attributes cannot raise this."""
+    if e.result is None or not e.builds:
+        return 0.0
+    warnings = e.result.clippy.warnings
+    return 1.0 if warnings == 0 else max(0.0, 0.5 - 0.1 * (warnings - 1))
+
+
+def own_tests_reward(e: Evaluation, min_tests: int) -> float:
+    """Share of the program's own tests that would catch a bug, out of at least ``min_tests``."""
     if e.audit is None:
         return 0.0
-    return min(e.audit.meaningful_tests, min_tests) / min_tests
-
-
-def build_reward(e: Evaluation, _min_tests: int) -> float | None:
-    if e.result is None:
-        return 0.0
-    if _sandbox_failed(e):
-        return None
-    return 1.0 if e.result.build.ok else 0.0
-
-
-def clippy_reward(e: Evaluation, _min_tests: int) -> float | None:
-    if e.result is None:
-        return 0.0
-    if _sandbox_failed(e):
-        return None
-    if not e.result.build.ok:
-        return 0.0
-    return 1.0 if e.result.clippy.ok else max(0.0, 0.5 - 0.1 * (e.result.clippy.warnings - 1))
-
-
-def own_tests_reward(e: Evaluation, min_tests: int) -> float | None:
-    """Share of meaningful own tests that really passed (trusted harness run, no hacks)."""
-    if e.result is None or e.audit is None:
-        return 0.0
-    if _sandbox_failed(e):
-        return None
-    if e.audit.hacked or not e.result.tests.trusted:
-        return 0.0
-    passed = len(e.audit.meaningful_names() & set(e.result.tests.passes))
-    return passed / max(len(e.audit.tests), min_tests)
+    return len(e.catching_tests) / max(len(e.audit.tests), min_tests)
 
 
 def hidden_tests_reward(e: Evaluation, _min_tests: int) -> float | None:
-    """Share of the row's reference tests passed; None for rows without hidden tests."""
+    """Share of the row's hidden tests passed (of all it holds); None for rows without hidden tests."""
     if not e.has_hidden:
         return None
     if e.result is None:
         return 0.0
-    if _sandbox_failed(e):
-        return None
-    if (e.audit is not None and e.audit.hacked) or not e.result.tests.trusted:
-        return 0.0
     hidden = e.result.tests.hidden
-    return hidden.passed / hidden.total if hidden.total else 0.0
+    if e.hacked or not hidden.trusted:
+        return 0.0
+    total = max(hidden.total, hidden.expected)
+    return hidden.passed / total if total else 0.0
 
 
 REWARDS: dict[str, Callable[[Evaluation, int], float | None]] = {
@@ -219,7 +267,17 @@ class RewardFunction:
         if self.log_rates and callable(columns.get("log_metric")):
             for name, value in batch_metrics(evaluations).items():
                 columns["log_metric"](name, value)
-        return [REWARDS[self.__name__](e, self.context.min_tests) for e in evaluations]
+        return [reward_value(self.__name__, e, self.context.min_tests) for e in evaluations]
+
+
+def reward_value(name: str, e: Evaluation, min_tests: int) -> float | None:
+    """One component's reward for ``e``: None for every component when the sandbox failed on it."""
+    return None if e.unknown else REWARDS[name](e, min_tests)
+
+
+def reward_values(e: Evaluation, min_tests: int) -> dict[str, float | None]:
+    """Every component by name (what ``rust-grpo score`` writes under ``rewards``)."""
+    return {name: reward_value(name, e, min_tests) for name in REWARD_NAMES}
 
 
 def batch_metrics(evaluations: Sequence[Evaluation]) -> dict[str, float]:
@@ -228,13 +286,16 @@ def batch_metrics(evaluations: Sequence[Evaluation]) -> dict[str, float]:
     graded = [e.result for e in evaluations if e.result is not None]
     return {
         "rates/format": sum(e.parsed.format_ok for e in evaluations) / n,
-        "rates/build": sum(r.build.ok for r in graded) / n,
-        "rates/clippy_clean": sum(r.build.ok and r.clippy.ok for r in graded) / n,
-        "rates/own_tests_pass": sum(r.tests.ok and r.tests.own.total > 0 and r.tests.own.failed == 0 for r in graded) / n,
-        "rates/hidden_tests_pass": sum(r.tests.trusted and r.tests.hidden.total > 0 and r.tests.hidden.failed == 0 for r in graded) / n,
+        "rates/build": sum(e.builds for e in evaluations) / n,
+        "rates/clippy_clean": sum(e.clippy_clean for e in evaluations) / n,
+        "rates/own_tests_pass": sum(e.own_tests_pass for e in evaluations) / n,
+        "rates/hidden_tests_pass": sum(e.hidden_pass for e in evaluations) / n,
         "sandbox/seconds": sum(r.duration_s for r in graded),
         "sandbox/timeouts": float(sum(r.status is Status.TIMEOUT for r in graded)),
         "sandbox/errors": float(sum(r.status is Status.SANDBOX_ERROR for r in graded)),
+        "sandbox/unknown": float(sum(e.unknown for e in evaluations)),
+        "sandbox/mutant_gradings": float(sum(len(e.mutant_results) for e in evaluations)),
+        "rewards/catching_tests": sum(len(e.catching_tests) for e in evaluations) / n,
         "hacks/flagged": float(sum(e.audit is not None and e.audit.hacked for e in evaluations)),
         "hacks/trivial_tests": float(sum(len(e.audit.tests) - e.audit.meaningful_tests for e in evaluations if e.audit)),
     }

@@ -14,7 +14,7 @@ from typing import Any
 
 from .data import DataError, Problem, job_columns
 from .passk import pass_at_k
-from .rewards import REWARD_NAMES, REWARDS, Evaluation, GraderLike, RewardContext
+from .rewards import REWARD_NAMES, Evaluation, GraderLike, RewardContext, reward_values
 
 
 @dataclass(frozen=True)
@@ -74,16 +74,16 @@ def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[s
         "status": r.status.value if r else "no_code",
         "format_ok": e.parsed.format_ok,
         "parse_problems": list(e.parsed.problems),
-        "build_ok": bool(r and r.build.ok),
-        "clippy_clean": bool(r and r.build.ok and r.clippy.ok),
+        "build_ok": e.builds,
+        "clippy_clean": e.clippy_clean,
         "own_tests": {"passed": r.tests.own.passed, "total": r.tests.own.total} if r else {"passed": 0, "total": 0},
-        "own_tests_pass": bool(r and r.tests.trusted and r.tests.own.total > 0 and r.tests.own.failed == 0),
+        "own_tests_pass": e.own_tests_pass,
         "meaningful_tests": e.audit.meaningful_tests if e.audit else 0,
         "hack_flags": list(e.audit.flags) if e.audit else [],
-        "hidden_tests": {"passed": hidden.passed, "total": hidden.total} if hidden else {"passed": 0, "total": 0},
-        "hidden_pass": bool(e.has_hidden and r and r.tests.trusted and hidden and hidden.total > 0 and hidden.failed == 0
-                            and not (e.audit and e.audit.hacked)),
-        "rewards": {name: REWARDS[name](e, min_tests) for name in REWARD_NAMES},
+        "hidden_tests": {"passed": hidden.passed, "total": max(hidden.total, hidden.expected)} if hidden else {"passed": 0, "total": 0},
+        "hidden_pass": e.hidden_pass,
+        "rewards": reward_values(e, min_tests),
+        "catching_tests": sorted(e.catching_tests),
         "reason": r.reason if r else "; ".join(e.parsed.problems),
         "duration_s": r.duration_s if r else 0.0,
         "unknown_problem": not known,

@@ -9,47 +9,16 @@ from typing import Any
 
 from reward_sandbox import Result, Status
 
-from .audit import matching_brace, strip_comments_and_strings
 from .data import Problem
+from .mutants import BODIES, replace_bodies
 
 MIN_ASSERTS = 4
-_FN = re.compile(r"\bfn\s+[A-Za-z_][A-Za-z0-9_]*")
 _ASSERTS = re.compile(r"\b(?:assert|assert_eq|assert_ne|debug_assert\w*)!")
 
 
-def _body_start(code: str, start: int) -> int | None:
-    """Index of the ``{`` opening the body of the fn whose header starts at ``start``; None for a
-    declaration without body (``fn f();`` in a trait)."""
-    depth = 0
-    for i in range(start, len(code)):
-        c = code[i]
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif depth == 0 and c == ";":
-            return None
-        elif depth == 0 and c == "{":
-            return i
-    return None
-
-
 def make_stub(solution: str) -> str:
-    """The solution with every outermost function body replaced by ``todo!()``."""
-    clean = strip_comments_and_strings(solution)
-    out, pos = [], 0
-    for m in _FN.finditer(clean):
-        if m.start() < pos:
-            continue  # nested inside a body we already replaced
-        open_brace = _body_start(clean, m.end())
-        if open_brace is None:
-            continue
-        close = matching_brace(clean, open_brace)
-        out.append(solution[pos : open_brace + 1])
-        out.append("\n    todo!()\n}")
-        pos = close + 1
-    out.append(solution[pos:])
-    return "".join(out)
+    """The solution with every function body replaced by ``todo!()``."""
+    return replace_bodies(solution, BODIES["todo"])
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,27 @@ os.environ.setdefault("PATH", "")
 if shutil.which("cargo") is None:
     os.environ["PATH"] = f"{Path.home() / '.cargo' / 'bin'}:{os.environ['PATH']}"
 
-TEST_LIMITS = Limits(run_wall_s=5.0, run_cpu_s=5, compile_wall_s=60.0)
+TEST_LIMITS = Limits(run_wall_s=10.0, run_cpu_s=5, compile_wall_s=60.0)
+
+
+def _reachable_toolchain_copy() -> None:
+    """The rlimits fallback refuses to run untrusted code as root, so its unprivileged uid must reach
+    the toolchain. rustup under /root (mode 0700) is out of its reach: give the whole test session a
+    hard-link copy where it can (no bytes copied), as the refusal message tells users to do."""
+    if os.geteuid() != 0 or os.environ.get("REWARD_SANDBOX_RUSTC") or shutil.which("rustc") is None:
+        return
+    sysroot = Path(subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=False).stdout.strip())
+    if not sysroot.is_dir() or all(os.stat(p).st_mode & 0o001 for p in [sysroot, *sysroot.parents]):
+        return
+    copy = Path("/var/tmp/reward-sandbox-toolchain") / sysroot.name
+    if not (copy / "bin" / "rustc").exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["cp", "-al", str(sysroot), str(copy)], capture_output=True, check=False).returncode != 0:
+            return
+    os.environ["REWARD_SANDBOX_RUSTC"] = str(copy / "bin" / "rustc")
+
+
+_reachable_toolchain_copy()
 
 
 def bwrap_available() -> bool:

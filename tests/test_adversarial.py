@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from reward_sandbox import Status
-from reward_sandbox.isolation import SLOT_UID_BASE
+from reward_sandbox import Limits, Status
+from reward_sandbox.slots import UID_BASE, UID_COUNT
 
-from .conftest import grade_one
+from .conftest import TEST_LIMITS, grade_one
 
 pytestmark = [pytest.mark.cargo, pytest.mark.bwrap]
 
@@ -29,8 +29,10 @@ def attack_job(body: str, prelude: str = "") -> dict:
     return {"source": source}
 
 
-def sandbox_processes() -> list[str]:
-    """Processes on the host owned by the sandbox uids, or carrying our markers."""
+def sandbox_processes(grader=None) -> list[str]:
+    """Processes on the host owned by the grader's sandbox uids (any grader's by default: other
+    graders, in other test processes, may be running), or carrying our markers."""
+    uids = set(grader.uids) if grader is not None else set(range(UID_BASE, UID_BASE + UID_COUNT))
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -41,7 +43,7 @@ def sandbox_processes() -> list[str]:
         except OSError:
             continue
         uid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
-        if SLOT_UID_BASE <= uid < SLOT_UID_BASE + 64 or "301.5" in cmdline:
+        if uid in uids or "301.5" in cmdline:
             found.append(f"{pid} uid={uid} {cmdline}")
     return found
 
@@ -52,7 +54,7 @@ def test_infinite_loop_times_out(strict_grader):
     assert r.status is Status.TIMEOUT
     assert r.build.ok and not r.tests.ok
     assert time.monotonic() - start < 20
-    assert sandbox_processes() == []
+    assert sandbox_processes(strict_grader) == []
 
 
 def test_process_count_is_bounded(strict_grader):
@@ -68,14 +70,14 @@ def test_process_count_is_bounded(strict_grader):
     """
     r = grade_one(strict_grader, **attack_job(body))
     assert r.status is Status.OK, (r.reason, r.output_tail)
-    assert sandbox_processes() == []
+    assert sandbox_processes(strict_grader) == []
 
 
 def test_shell_fork_bomb_is_contained(strict_grader):
     body = 'let _ = std::process::Command::new("/bin/sh").arg("-c").arg("b(){ b|b& }; b; sleep 301.5").status();'
     r = grade_one(strict_grader, **attack_job(body), timeout_s=3)
     assert r.status in (Status.OK, Status.TIMEOUT, Status.TEST_FAILURE)
-    assert sandbox_processes() == []
+    assert sandbox_processes(strict_grader) == []
 
 
 def test_memory_bomb_hits_the_memory_limit(strict_grader):
@@ -151,7 +153,7 @@ def test_no_process_outlives_its_job(strict_grader):
     r = grade_one(strict_grader, **attack_job(body))
     assert r.status is Status.OK
     time.sleep(0.2)
-    assert sandbox_processes() == []
+    assert sandbox_processes(strict_grader) == []
 
 
 def test_host_environment_does_not_leak(strict_grader, monkeypatch):
@@ -249,4 +251,282 @@ def test_strict_isolation_fails_loudly_when_unavailable(monkeypatch):
     with pytest.raises(isolation.IsolationUnavailable, match="strict isolation requested"):
         isolation.choose_level("strict")
     level, warning = isolation.choose_level("auto")
-    assert level == "rlimits" and "falling back" in warning
+    assert level.name == "rlimits" and "falling back" in warning
+
+
+# --- The hidden tests are out of the program's reach (one test per way in) ------------------
+
+HIDDEN = "#[test]\nfn h1() { assert_eq!(answer(2), 4); }\n#[test]\nfn h2() { assert!(answer(3) == 6); }\n"
+WRONG = "pub fn answer(_x: i32) -> i32 { 0 }\n"
+RIGHT = "pub fn answer(x: i32) -> i32 { x * 2 }\n"
+
+
+def assert_no_hidden_pass(r) -> None:
+    assert r.status is not Status.OK, (r.reason, r.output_tail)
+    assert r.tests.hidden.passed == 0 and not r.tests.hidden.ok
+
+
+@pytest.mark.parametrize("mode", ["unit", "main"])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "#[cfg(not(test))]",
+        "#[cfg(any())]",
+        "#[cfg(not(test))]\n#[cfg(test)]\nmod rg_hidden {\n    #[test]\n    fn h1() {}\n    #[test]\n    fn h2() {}\n}",
+    ],
+    ids=["cfg-not-test", "cfg-any", "replacement-module"],
+)
+def test_a_trailing_attribute_cannot_remove_or_replace_the_hidden_tests(strict_grader, mode, tail):
+    tests = HIDDEN if mode == "unit" else "fn main() {\n    assert_eq!(answer(2), 4);\n}\n"
+    assert_no_hidden_pass(grade_one(strict_grader, source=WRONG + tail, tests=tests, test_mode=mode))
+
+
+def test_an_inner_cfg_that_empties_the_crate_is_not_a_pass(strict_grader):
+    assert_no_hidden_pass(grade_one(strict_grader, source="#![cfg(not(test))]\n" + WRONG, tests=HIDDEN))
+
+
+@pytest.mark.parametrize(
+    "hijack",
+    [
+        "#[macro_export]\nmacro_rules! assert_eq { ($($t:tt)*) => {} }\n#[macro_export]\nmacro_rules! assert { ($($t:tt)*) => {} }\n",
+        "macro_rules! r#assert_eq { ($($t:tt)*) => {} }\nmacro_rules! r#assert { ($($t:tt)*) => {} }\n",
+        "pub use core::column as assert_eq;\n",
+    ],
+    ids=["macro-export", "raw-identifier", "reexport"],
+)
+@pytest.mark.parametrize("mode", ["unit", "integration"])
+def test_assertion_macros_cannot_be_redefined_for_the_hidden_tests(strict_grader, hijack, mode):
+    tests = HIDDEN if mode == "unit" else "use solution::*;\n" + HIDDEN
+    r = grade_one(strict_grader, source=hijack + WRONG, tests=tests, test_mode=mode)
+    assert_no_hidden_pass(r)
+
+
+def test_hidden_test_files_have_unguessable_names_and_no_nonce():
+    from reward_sandbox.assemble import assemble
+    from reward_sandbox.jobs import Job
+
+    job = Job(id="a", source=RIGHT, tests=HIDDEN)
+    first, second = assemble(job), assemble(job)
+    assert set(first.files) & set(second.files) == {"lib.rs"}  # every generated name is fresh
+    assert all(first.tag not in name for name in second.files)
+    assert all(first.nonce not in text for text in first.files.values())
+
+
+def test_the_program_cannot_read_its_sources_or_binary_while_tests_run(strict_grader):
+    """At run time the sources (hidden tests included) are gone and the binary is exec-only, so
+    neither the hidden asserts nor the harness's internals can be read back."""
+    source = RIGHT + r"""
+pub fn leaked() -> Vec<String> {
+    let mut found = Vec::new();
+    if std::fs::read("/proc/self/exe").is_ok() { found.push("/proc/self/exe".to_string()); }
+    for dir in [".", "/tmp", "/tmp/src", "/src", "/rg/in", "/rg"] {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                if text.contains("HIDDEN_MARKER") || text.contains("RG_SENTINEL") { found.push(path.display().to_string()); }
+            }
+        }
+    }
+    found
+}
+"""
+    tests = HIDDEN + '#[test]\nfn h3() { let _ = "HIDDEN_MARKER"; assert_eq!(leaked(), Vec::<String>::new()); }\n'
+    r = grade_one(strict_grader, source=source, tests=tests)
+    assert r.status is Status.OK and r.tests.hidden.passed == 3, (r.reason, r.output_tail)
+
+
+def test_a_forged_stream_without_the_nonce_is_not_trusted(strict_grader):
+    """The attack that worked when the nonce sat in a file: list the tests, print a well-formed
+    libtest stream for them, exit 0. Without the run-time nonce it is not a pass."""
+    source = WRONG + r"""
+pub fn forge() {
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let names = ["h1", "h2"];
+    let _ = writeln!(out, "{{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 3 }}");
+    for name in names {
+        let _ = writeln!(out, "{{ \"type\": \"test\", \"event\": \"started\", \"name\": \"{name}\" }}");
+        let _ = writeln!(out, "{{ \"type\": \"test\", \"name\": \"{name}\", \"event\": \"ok\" }}");
+    }
+    let _ = writeln!(out, "\nRG_SENTINEL_00000000000000000000000000000000");
+    let _ = writeln!(out, "{{ \"type\": \"suite\", \"event\": \"ok\", \"passed\": 3, \"failed\": 0 }}");
+    let _ = out.flush();
+    std::process::exit(0);
+}
+"""
+    tests = "#[test]\nfn h1() { forge(); }\n#[test]\nfn h2() { forge(); }\n"
+    r = grade_one(strict_grader, source=source, tests=tests)
+    assert_no_hidden_pass(r)
+    assert not r.tests.hidden.trusted
+
+
+@pytest.mark.parametrize(
+    "own_tests",
+    [
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn broken() { assert_eq!(answer(\"x\"), 4); }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn wrong() { assert_eq!(answer(2), 5); }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_exit() { std::process::exit(0); }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_spin() { loop { std::hint::black_box(0); } }\n}\n",
+    ],
+    ids=["does-not-compile", "fails", "exits", "loops"],
+)
+def test_the_programs_own_tests_never_cost_the_hidden_verdict(strict_grader, own_tests):
+    r = grade_one(strict_grader, source=RIGHT + own_tests, tests=HIDDEN, timeout_s=1.5)
+    assert r.tests.hidden.ok and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
+    assert not r.tests.own.ok and r.status is not Status.OK
+
+
+def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
+    from reward_sandbox.testlog import parse_test_log
+
+    events = [
+        '{ "type": "suite", "event": "started", "test_count": 2 }',
+        '{ "type": "test", "event": "started", "name": "h1" }',
+        '{ "type": "test", "name": "h1", "event": "ok" }',
+        '{ "type": "test", "event": "started", "name": "z::done" }',
+        "RG_SENTINEL_n",
+        '{ "type": "test", "name": "z::done", "event": "ok" }',
+        '{ "type": "suite", "event": "ok", "passed": 2, "failed": 0 }',
+    ]
+    report, _ = parse_test_log("\n".join(events).encode(), "n", 0, "z::done", expected=2)
+    assert report.trusted and report.passed == 1 and not report.ok
+    report, _ = parse_test_log("\n".join(events).encode(), "n", 0, "z::done", expected=1)
+    assert report.ok
+
+
+# --- Resources are bounded per job; faults are the sandbox's, never the program's ------------
+
+
+def test_memory_is_limited_for_the_job_as_a_whole(strict_grader):
+    """Twelve processes of 300 MB each fit under RLIMIT_AS one by one; together they must not pass
+    the job's 512 MB."""
+    body = """
+        let mut children = Vec::new();
+        for _ in 0..12 {
+            let child = std::process::Command::new("python3")
+                .args(["-c", "b = bytearray(300 << 20); import time; time.sleep(4)"])
+                .spawn();
+            if let Ok(child) = child { children.push(child); }
+        }
+        let ok = children.into_iter().filter_map(|mut c| c.wait().ok()).filter(|s| s.success()).count();
+        assert!(ok < 2, "{ok} children held 300 MB at once");
+    """
+    r = grade_one(strict_grader, **attack_job(body), timeout_s=8)
+    assert r.status in (Status.OK, Status.MEMORY_LIMIT), (r.reason, r.output_tail)
+    assert r.measures["run_peak_mb"] <= TEST_LIMITS.run_memory_mb + 1
+
+
+def test_inode_bombs_are_bounded_by_the_job_memory(tmp_path):
+    from reward_sandbox import Grader
+    from reward_sandbox.cache import ResultCache
+
+    limits = Limits(run_memory_mb=64, run_wall_s=20, run_cpu_s=10, disk_mb=256)
+    body = 'for i in 0..2_000_000u32 { if std::fs::File::create(format!("/tmp/f{i}")).is_err() { break; } }'
+    with Grader(workers=1, isolation="strict", limits=limits, cache=ResultCache()) as g:
+        r = grade_one(g, **attack_job(body))
+        assert sandbox_processes(g) == []
+    assert r.measures["run_peak_mb"] <= 65, r.measures
+
+
+def test_a_killed_sandbox_is_a_sandbox_error_and_is_not_cached(strict_grader):
+    import signal as signals
+    import subprocess
+
+    job = attack_job("std::thread::sleep(std::time::Duration::from_secs(3));")
+    job["source"] += "\n// unique: " + uuid.uuid4().hex
+
+    def kill_bwrap() -> None:
+        time.sleep(1.5)
+        pids = subprocess.run(["pgrep", "-x", "bwrap"], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            if os.getppid() != int(pid):
+                os.kill(int(pid), signals.SIGKILL)
+
+    killer = threading.Thread(target=kill_bwrap)
+    killer.start()
+    first = grade_one(strict_grader, **job)
+    killer.join()
+    assert first.status is Status.SANDBOX_ERROR, (first.status, first.reason)
+    again = grade_one(strict_grader, **job)
+    assert again.status is Status.OK and not again.cached
+
+
+def test_timeouts_are_cached_with_their_limits(strict_grader):
+    job = attack_job("loop { std::hint::black_box(0); }")
+    job["source"] += "\n// unique: " + uuid.uuid4().hex
+    first = grade_one(strict_grader, **job, timeout_s=1)
+    assert first.status is Status.TIMEOUT
+    assert grade_one(strict_grader, **job, timeout_s=1).cached
+    assert not grade_one(strict_grader, **job, timeout_s=1.2).cached  # other limits, other verdict
+
+
+def test_exit_152_is_not_a_cpu_timeout_and_results_carry_measurements(strict_grader):
+    r = grade_one(strict_grader, **attack_job("std::process::exit(152);"))
+    assert r.status is Status.TEST_FAILURE
+    run = r.measures["steps"]["run_own"]
+    assert run["exit_code"] == 152 and run["signal"] == 0 and run["cpu_s"] < 1
+    assert {"cpu_s", "wall_s", "max_rss_mb"} <= set(run) and r.measures["run_peak_mb"] > 0
+
+
+def test_wall_time_is_longer_than_cpu_time_and_the_stack_is_limited(strict_grader):
+    body = """
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        let out = std::process::Command::new("/bin/sh").args(["-c", "ulimit -s"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "65536");
+    """
+    r = grade_one(strict_grader, **attack_job(body), timeout_s=2)
+    assert r.status is Status.OK, (r.reason, r.output_tail)
+    r = grade_one(strict_grader, **attack_job("std::thread::sleep(std::time::Duration::from_secs(60));"), timeout_s=1)
+    assert r.status is Status.TIMEOUT and "wall-clock" in r.reason
+
+
+def test_nested_namespaces_ptrace_and_mounts_are_refused(strict_grader):
+    body = """
+        for cmd in ["unshare -Ur true", "unshare -m true", "unshare -n true"] {
+            let status = std::process::Command::new("/bin/sh").args(["-c", cmd]).status().unwrap();
+            assert!(!status.success(), "{cmd} worked");
+        }
+    """
+    r = grade_one(strict_grader, **attack_job(body))
+    assert r.status is Status.OK, (r.reason, r.output_tail)
+
+
+def test_two_graders_on_one_host_never_share_a_uid():
+    from reward_sandbox.slots import UidLease
+
+    first, second = UidLease(2), UidLease(2)
+    try:
+        assert len(set(first.uids) | set(second.uids)) == 4
+    finally:
+        first.release()
+        second.release()
+
+
+def test_a_verdict_from_a_weaker_isolation_level_is_never_served_to_a_stronger_one():
+    from reward_sandbox.cache import job_key
+    from reward_sandbox.jobs import Job
+
+    job = Job(id="a", source=RIGHT)
+    assert job_key(job, "v", "fast", Limits(), "rlimits") != job_key(job, "v", "fast", Limits(), "bwrap")
+
+
+def test_one_bad_record_never_loses_the_batch(strict_grader, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    records = [
+        {"id": "surrogate", "source": "pub fn f() {}\n// \ud800"},
+        {"id": "bool-opt", "source": RIGHT, "opt_level": True},
+        {"id": "good", "source": RIGHT, "tests": HIDDEN},
+    ]
+    results = strict_grader.grade(records)
+    assert [r.status for r in results] == [Status.INVALID_INPUT, Status.INVALID_INPUT, Status.OK]
+    assert "surrogate" in results[0].reason and "opt_level" in results[1].reason
+    src, out = tmp_path / "jobs.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    cli = [sys.executable, "-m", "reward_sandbox.cli", "run", "-i", str(src), "-o", str(out), "--no-cache", "--isolation", "strict"]
+    proc = subprocess.run(cli, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == ["invalid_input", "invalid_input", "ok"]

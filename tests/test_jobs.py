@@ -41,4 +41,5 @@ def test_limits_reject_nonsense_and_unknown_keys():
         Limits(run_wall_s=0)
     with pytest.raises(ValueError, match="unknown limit"):
         Limits.from_dict({"wall": 3})
-    assert Limits().with_run_timeout(2.5).run_wall_s == 2.5
+    assert Limits().with_run_timeout(2.5).run_cpu_s == 3  # CPU time, rounded up
+    assert Limits().with_run_timeout(2.5).run_wall_s == 5.0  # wall: twice the CPU time

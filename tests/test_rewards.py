@@ -91,10 +91,12 @@ def rewards_for(grader, completions, tests=HIDDEN):
     return table, context
 
 
-def test_every_component_from_one_sandbox_pass(grader):
+def test_every_component_from_one_grading_of_each_completion(grader):
     completions = [GOOD, TRIVIAL, EXIT_HACK, WRONG, BROKEN, NO_CODE]
     table, context = rewards_for(grader, completions)
-    assert context.grader.calls == 1 and context.grader.jobs == 5  # NO_CODE is never sent
+    # one parallel pass for the 5 programs (NO_CODE is never sent), one for the two wrong versions
+    # of each program whose own tests passed (GOOD, TRIVIAL), shared by all seven reward functions
+    assert context.grader.calls == 2 and context.grader.jobs == 5 + 2 * 2
     assert list(table) == list(REWARD_NAMES)
     good, trivial, hack, wrong, broken, no_code = zip(*table.values())
     assert good == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
@@ -114,18 +116,19 @@ def test_partial_hidden_credit_and_rows_without_hidden_tests(grader):
     assert table["hidden_tests"] == [None]  # not applicable: TRL drops it instead of counting 0
 
 
-def test_a_dead_grader_gives_unknown_not_zero(caplog):
-    class Dead:
-        def grade(self, items):
-            raise ConnectionError("reward server unreachable")
+def test_a_dead_grader_makes_every_reward_unknown_so_trl_drops_the_completion(caplog):
+    """TRL sums the rewards that are not None: if format alone stayed a number, a sandbox fault would
+    score exactly like broken code. The real HTTP client, pointed at a port nobody listens on."""
+    from reward_sandbox.client import RemoteGrader
 
-    context = RewardContext(Dead())
+    context = RewardContext(RemoteGrader("http://127.0.0.1:9", retries=0, timeout_s=2))
     funcs, _ = build_reward_functions(context, {})
     with caplog.at_level(logging.ERROR, logger="rust_grpo"):
-        values = {f.__name__: f(prompts=[None], completions=[GOOD], tests=[HIDDEN])[0] for f in funcs}
-    assert values["build"] is None and values["hidden_tests"] is None and values["own_tests"] is None
-    assert values["format"] == 1.0  # format needs no sandbox
-    assert "reward grading failed" in caplog.text and "unreachable" in caplog.text
+        values = {f.__name__: f(prompts=[None, None], completions=[GOOD, NO_CODE], tests=[HIDDEN] * 2) for f in funcs}
+    assert all(v[0] is None for v in values.values()), values
+    assert values["format"][1] == 0.0  # nothing was sent for a completion without code: it is known
+    assert batch_metrics(context.evaluate([GOOD, NO_CODE], {"tests": [HIDDEN] * 2}))["sandbox/unknown"] == 1
+    assert "reward grading failed" in caplog.text
 
 
 def test_batch_metrics_report_rates_and_sandbox_health(grader):
@@ -135,3 +138,56 @@ def test_batch_metrics_report_rates_and_sandbox_health(grader):
     assert m["rates/build"] == pytest.approx(1 / 3) and m["rates/hidden_tests_pass"] == pytest.approx(1 / 3)
     assert m["rates/format"] == pytest.approx(2 / 3) and m["sandbox/timeouts"] == 0
     assert evaluations[1].result.status is Status.COMPILE_ERROR
+
+
+ADD = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
+CONSTANT = "pub fn add(_a: i32, _b: i32) -> i32 {\n    5\n}\n"
+TRICKS = {
+    "should-panic": "#[test]\n    #[should_panic]\n    fn t() { assert_eq!(add(2, 3), 999); }",
+    "catch-unwind": "#[test]\n    fn t() { let _ = std::panic::catch_unwind(|| assert_eq!(add(2, 3), 999)); }",
+    "self-compare": "#[test]\n    fn t() { assert!(add(2, 3) == add(2, 3)); assert_eq!(add(1, 1), add(1, 1)); }",
+    "any-implementation": "#[test]\n    fn t() { let x = add(2, 3); assert!(x == x); assert!(add(0, 0) <= i32::MAX); }",
+}
+
+
+def with_tests(code: str, body: str) -> str:
+    return answer(f"{code}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    {body}\n\n    #[test]\n    fn u() {{ let _ = add(1, 1); }}\n}}")
+
+
+@pytest.mark.parametrize("trick", list(TRICKS))
+@pytest.mark.parametrize("program", [ADD, CONSTANT, "pub fn add(_a: i32, _b: i32) -> i32 {\n    todo!()\n}\n"], ids=["right", "constant", "todo"])
+def test_own_tests_that_catch_nothing_earn_nothing(grader, trick, program):
+    table, _ = rewards_for(grader, [with_tests(program, TRICKS[trick])])
+    assert table["own_tests"] == [0.0] and table["tests_present"] == [0.0], table
+
+
+def test_honest_own_tests_on_the_right_program_earn_credit_and_on_a_wrong_one_do_not(grader):
+    honest = "#[test]\n    fn t() { assert_eq!(add(2, 3), 5); }\n\n    #[test]\n    fn v() { assert_eq!(add(-4, 1), -3); }"
+    wrong = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n"
+    table, _ = rewards_for(grader, [with_tests(ADD, honest), with_tests(wrong, honest)])
+    assert table["tests_present"] == [1.0, 0.0]
+    assert table["own_tests"] == [pytest.approx(2 / 3), 0.0]  # 2 of its 3 tests catch a bug (u checks nothing)
+
+
+def test_source_attributes_cannot_switch_clippy_off(grader):
+    lint = "pub fn count(v: &Vec<i32>) -> usize {\n    return v.len();\n}\n"
+    table, _ = rewards_for(grader, [answer(lint), answer("#![allow(clippy::all, warnings)]\n" + lint)], tests="")
+    assert table["clippy"][0] == table["clippy"][1] == pytest.approx(0.4)  # two warnings either way
+
+
+def test_the_clippy_reward_falls_with_every_warning(grader):
+    programs = [ADD, "pub fn f(v: &Vec<i32>) -> usize {\n    v.len()\n}\n", "pub fn f(v: &Vec<i32>) -> usize {\n    return v.len();\n}\n"]
+    table, _ = rewards_for(grader, [answer(p) for p in programs], tests="")
+    assert table["clippy"] == [1.0, 0.5, pytest.approx(0.4)]
+
+
+def test_own_tests_of_exercism_style_rows_are_graded_before_they_are_paid(grader):
+    tests = "use adder::*;\n#[test]\nfn h() { assert_eq!(add(2, 3), 5); }\n"
+    honest = "#[test]\n    fn t() { assert_eq!(add(2, 3), 5); }"
+    context = RewardContext(grader)
+    funcs, _ = build_reward_functions(context, {})
+    completions = [with_tests(ADD, honest), with_tests(ADD, TRICKS["should-panic"])]
+    columns = {"tests": [tests] * 2, "test_mode": ["integration"] * 2, "crate_name": ["adder"] * 2}
+    table = {f.__name__: f(prompts=[None] * 2, completions=completions, **columns) for f in funcs}
+    assert table["hidden_tests"] == [1.0, 1.0]
+    assert table["tests_present"] == [0.5, 0.0] and table["own_tests"][1] == 0.0

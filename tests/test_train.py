@@ -100,3 +100,17 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
     assert report["samples"] == 4 and report["problems"] == 2 and set(report["hidden"]) == {"pass@1", "pass@2"}
     assert report["meta"]["backend"] == "hf" and (tmp_path / "eval" / "completions.jsonl").exists()
     assert report["rates"]["format"] > 0  # the warm-started policy answers in the expected format
+
+
+def test_a_sandbox_fault_leaves_completions_unscored_and_the_step_still_runs(tmp_path):
+    """A dead reward server: every reward of every graded completion is None, TRL gives those
+    completions no advantage instead of scoring them like broken code, and training goes on."""
+    cfg = tiny_config(tmp_path, "model.warm_start_steps=200", "train.max_completion_length=224", "train.max_steps=1",
+                      'reward.server_url="http://127.0.0.1:9"', "reward.server_retries=0")  # fmt: skip
+    train(cfg)
+    (step,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"reward"' in line]
+    assert step["sandbox/unknown"] > 0  # completions with code could not be graded...
+    assert step["rates/build"] == 0  # ...and none of them is counted as built or failed
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    unknown = [s for s in samples if s["status"] == "sandbox_error"]
+    assert unknown and all(v is None for s in unknown for v in s["rewards"].values())

@@ -99,3 +99,25 @@ def test_score_cli_writes_json_markdown_and_png_and_compare_reads_them(tmp_path)
     assert "+100.0 pts" in table and problems[0].id in table
     proc = run_cli("compare", str(tmp_path / "bad" / "report.json"), str(tmp_path / "good" / "report.json"))
     assert proc.returncode == 0 and "| hidden tests pass | 0.0% | 100.0% | +100.0 pts |" in proc.stdout
+
+
+def test_the_hidden_verdict_of_a_correct_program_does_not_depend_on_its_own_tests(grader, tmp_path):
+    path = tmp_path / "p.jsonl"
+    row = {"id": "double", "prompt": "p", "signature": "pub fn double(x: i32) -> i32", "solution": "pub fn double(x: i32) -> i32 { x * 2 }",
+           "tests": "#[test]\nfn a() { assert_eq!(double(2), 4); }\n#[test]\nfn b() { assert_eq!(double(-3), -6); }"}  # fmt: skip
+    path.write_text(json.dumps(row) + "\n")
+    problems = {p.id: p for p in load_problems(path)}
+    own = {
+        "good": "#[test]\n    fn t() { assert_eq!(double(5), 10); }",
+        "failing": "#[test]\n    fn t() { assert_eq!(double(5), 11); }",
+        "broken": "#[test]\n    fn t() { assert_eq!(double(\"5\"), 10); }",
+    }
+    completions = [
+        Completion("double", f"```rust\npub fn double(x: i32) -> i32 {{ x * 2 }}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n    {t}\n}}\n```", i)
+        for i, t in enumerate(own.values())
+    ]
+    records = score_completions(completions, problems, grader)
+    assert [r["hidden_pass"] for r in records] == [True, True, True]
+    assert [r["hidden_tests"] for r in records] == [{"passed": 2, "total": 2}] * 3
+    assert [r["own_tests_pass"] for r in records] == [True, False, False]
+    assert summarize(records)["hidden"]["pass@1"] == 1.0

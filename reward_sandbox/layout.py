@@ -1,0 +1,37 @@
+"""Where a job's files live, on the host and as the sandboxed steps see them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths as the steps see them: sources (removed before tests run), work dir, toolchain, runner."""
+
+    src: str
+    work: str
+    toolchain: str
+    runner: str
+    driver: str
+    memory_cgroup: str | None  # the slot's cgroup.procs: the driver joins it before tests run
+
+
+@dataclass(frozen=True)
+class JobDir:
+    """The host directories of one job: ``root`` (0700, the driver), ``src`` and ``work`` (the slot uid's)."""
+
+    root: Path
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def driver(self) -> Path:
+        return self.root / "driver.sh"

@@ -1,0 +1,196 @@
+/*
+ * rg-run: start one step of a grading job as an unprivileged, confined child and report how it ended.
+ *
+ * The driver script runs as (sandbox) root and calls this once per step. The parent stays root, so
+ * the program cannot signal it, and reports the child's exact wait status and resource use on a
+ * descriptor the child never holds. Afterwards it kills every process left with the slot's uid
+ * (each grader slot has its own uid on this host, so that is exactly this job's leftovers).
+ * The child, before exec:
+ *   - gets its rlimits (CPU, address space, stack, processes, file size, open files, no core),
+ *   - closes every descriptor but stdin/stdout/stderr (and the nonce pipe, moved to fd 3),
+ *   - drops to the slot uid with no groups, sets no_new_privs and installs a seccomp filter
+ *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls.
+ *
+ * With RG_EXEC_ONLY=PATH in its environment, the parent (root) first makes the compiler's output
+ * PATH root-owned with mode 0111: the program may execute its test binary but not read it, which
+ * also makes the process non-dumpable (no /proc/self/mem or /proc/self/fd for it or its peers).
+ * After the child ends, whatever it left in the step's cgroups is killed.
+ *
+ * usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB NONCE_FD CWD CGROUP_PROCS... -- ARGV...
+ *   UID -1 keeps the current uid; NONCE_FD -1 passes none; CWD "-" stays put (else the child enters it
+ *   after dropping privileges); CGROUP_PROCS is a list of cgroup.procs files ("-" for none). Report line: "stat NAME EXIT SIGNAL CPU_MS MAXRSS_KB".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define RG_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define RG_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "rg-run knows the seccomp architecture of x86_64 and aarch64 only"
+#endif
+
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
+#define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+
+static void die(const char *what) {
+    fprintf(stderr, "rg-run: %s: %s\n", what, strerror(errno));
+    _exit(126);
+}
+
+static void install_seccomp(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RG_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), /* x32 ABI */
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+        /* clone3 hides its flags behind a pointer: say it does not exist, libc falls back to clone */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_FLAGS, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        DENY(__NR_unshare), DENY(__NR_setns), DENY(__NR_mount), DENY(__NR_umount2), DENY(__NR_pivot_root),
+        DENY(__NR_chroot), DENY(__NR_ptrace), DENY(__NR_process_vm_readv), DENY(__NR_process_vm_writev),
+        DENY(__NR_keyctl), DENY(__NR_add_key), DENY(__NR_request_key), DENY(__NR_bpf), DENY(__NR_perf_event_open),
+        DENY(__NR_userfaultfd), DENY(__NR_kexec_load), DENY(__NR_init_module), DENY(__NR_finit_module),
+        DENY(__NR_delete_module), DENY(__NR_open_by_handle_at), DENY(__NR_name_to_handle_at), DENY(__NR_fsopen),
+        DENY(__NR_fsconfig), DENY(__NR_fsmount), DENY(__NR_fspick), DENY(__NR_move_mount), DENY(__NR_open_tree),
+        DENY(__NR_mount_setattr), DENY(__NR_io_uring_setup), DENY(__NR_io_uring_enter), DENY(__NR_io_uring_register),
+        DENY(__NR_acct), DENY(__NR_swapon), DENY(__NR_swapoff), DENY(__NR_reboot), DENY(__NR_syslog),
+        DENY(__NR_quotactl), DENY(__NR_personality),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]), .filter = filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) die("seccomp");
+}
+
+static void limit2(int resource, rlim_t soft, rlim_t hard) {
+    struct rlimit rl = {soft, hard};
+    if (setrlimit(resource, &rl) != 0) die("setrlimit");
+}
+
+static void limit(int resource, rlim_t value) {
+    struct rlimit rl = {value, value};
+    if (setrlimit(resource, &rl) != 0) die("setrlimit");
+}
+
+static void make_exec_only(const char *path, long uid) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) die(path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) die(path);
+    int fresh = st.st_uid == (uid_t)uid && st.st_nlink == 1; /* what the compiler just wrote */
+    int done = st.st_uid == 0 && (st.st_mode & 07777) == 0111; /* made exec-only for an earlier step */
+    if (!S_ISREG(st.st_mode) || !(fresh || done)) {
+        fprintf(stderr, "rg-run: %s is not the compiler's output\n", path);
+        _exit(126);
+    }
+    if (fchown(fd, 0, 0) != 0 || fchmod(fd, 0111) != 0) die("exec-only");
+    close(fd);
+}
+
+static void kill_uid(long uid) {
+    /* kill(-1) as the uid itself reaches exactly that uid's processes (in this pid namespace and below) */
+    pid_t killer = fork();
+    if (killer == 0) {
+        if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 || setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) _exit(1);
+        kill(-1, SIGKILL);
+        _exit(0);
+    }
+    if (killer > 0) waitpid(killer, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "kill-uid") == 0) {
+        kill_uid(atol(argv[2]));
+        return 0;
+    }
+    int sep = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) { sep = i; break; }
+    if (sep != 12 || sep + 1 >= argc) {
+        fprintf(stderr, "usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB NONCE_FD CWD -- ARGV...\n");
+        return 125;
+    }
+    int report = atoi(argv[1]);
+    const char *name = argv[2];
+    long uid = atol(argv[3]);
+    rlim_t mb = 1024 * 1024;
+    rlim_t as = (rlim_t)atol(argv[4]) * mb, cpu = (rlim_t)atol(argv[5]), nproc = (rlim_t)atol(argv[6]);
+    rlim_t fsize = (rlim_t)atol(argv[7]) * mb, nofile = (rlim_t)atol(argv[8]), stack = (rlim_t)atol(argv[9]) * mb;
+    int nonce_fd = atoi(argv[10]);
+    const char *cwd = argv[11];
+
+    const char *exec_only = getenv("RG_EXEC_ONLY");
+    if (exec_only != NULL) {
+        if (uid >= 0) make_exec_only(exec_only, uid); /* without a uid switch the program could chmod it back */
+        unsetenv("RG_EXEC_ONLY");
+    }
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        if (nonce_fd >= 0) {
+            if (dup2(nonce_fd, 3) < 0) die("dup2");
+            syscall(SYS_close_range, 4, ~0U, 0);
+        } else {
+            syscall(SYS_close_range, 3, ~0U, 0);
+        }
+        int adj = open("/proc/self/oom_score_adj", O_WRONLY);
+        if (adj >= 0) { (void)!write(adj, "1000\n", 5); close(adj); } /* the program dies first on OOM */
+        limit(RLIMIT_AS, as);
+        limit2(RLIMIT_CPU, cpu, cpu + 1); /* SIGXCPU at the limit, SIGKILL a second later if ignored */
+        limit(RLIMIT_NPROC, nproc);
+        limit(RLIMIT_FSIZE, fsize);
+        limit(RLIMIT_NOFILE, nofile);
+        limit(RLIMIT_STACK, stack);
+        limit(RLIMIT_CORE, 0);
+        if (uid >= 0) {
+            if (setgroups(0, NULL) != 0) die("setgroups");
+            if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0) die("setgid");
+            if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) die("setuid");
+        }
+        if (strcmp(cwd, "-") != 0 && chdir(cwd) != 0) die(cwd);
+        install_seccomp();
+        signal(SIGPIPE, SIG_DFL);
+        execvp(argv[sep + 1], &argv[sep + 1]);
+        fprintf(stderr, "rg-run: cannot run %s: %s\n", argv[sep + 1], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof(ru));
+    while (wait4(child, &status, 0, &ru) < 0)
+        if (errno != EINTR) die("wait4");
+    if (uid >= 0) kill_uid(uid);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    long cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
+    dprintf(report, "stat %s %d %d %ld %ld\n", name, code, sig, cpu_ms, ru.ru_maxrss);
+    return sig ? 128 + sig : code;
+}
