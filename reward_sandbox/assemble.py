@@ -32,6 +32,10 @@ STD_MACROS = (
     "unreachable, matches, vec, format, print, println, eprint, eprintln, write, writeln"
 )
 _TEST_ATTR = re.compile(r"#\s*\[\s*test\s*\]")
+_CFG_ATTR = re.compile(r"#\s*\[\s*cfg\s*\((?!\s*test\s*\))")
+_ATTR_RUN = re.compile(r"(?:#\s*\[[^\]]*\]\s*)+")  # consecutive outer attributes before one item
+_CFG_MOD = re.compile(r"#\s*\[\s*cfg\s*\((?!\s*test\s*\))[^\]]*\]\s*(?:#\s*\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{")
+_MACRO_RULES = re.compile(r"\bmacro_rules!\s*\w+\s*[\{\(\[]")
 _CFG_CALL = re.compile(r"\bcfg(?:_attr)?\s*!?\s*\(")
 _TEST_WORD = re.compile(r"(?<![\w\"])test(?![\w\"])")
 
@@ -134,9 +138,24 @@ def inner_attributes_end(text: str) -> int:
 
 
 def count_tests(text: str) -> int:
-    """How many ``#[test]`` functions ``text`` holds, ignoring comments (it is trusted test code)."""
-    without_comments = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    return len(_TEST_ATTR.findall(without_comments))
+    """A lower bound on the ``#[test]`` functions ``text`` (trusted test code) always compiles to:
+    tests behind a ``#[cfg(...)]`` other than ``cfg(test)`` (on the test or its module: features are
+    off) and tests written
+    inside ``macro_rules!`` bodies
+    (counted by their expansions, unknown here) are left out."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    spans = sorted((m.start(), _skip_brackets(code, m.end() - 1)) for m in [*_MACRO_RULES.finditer(code), *_CFG_MOD.finditer(code)])
+    kept, pos = [], 0
+    for start, end in spans:
+        if start >= pos:
+            kept.append(code[pos:start])
+            pos = end
+    code = "".join(kept) + code[pos:]
+    count = 0
+    for match in _ATTR_RUN.finditer(code):
+        attrs = match.group(0)
+        count += bool(_TEST_ATTR.search(attrs)) and not _CFG_ATTR.search(attrs)
+    return count
 
 
 def without_own_tests(program: str) -> str:
@@ -193,7 +212,7 @@ def assemble(job: Job) -> Assembly:
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
     hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden"
     imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; "
-    own = count_tests(job.source) > 0
+    own = _TEST_ATTR.search(re.sub(r"//[^\n]*", "", job.source)) is not None
     files = {sentinel_file: _sentinel()}
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))

@@ -14,6 +14,7 @@ SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
 import argparse
 import asyncio
 import hmac
+import json
 import ipaddress
 import logging
 import os
@@ -77,7 +78,7 @@ class ServiceState:
 def create_app(grader: Grader, token: str | None, max_batch: int = 512, max_queue: int = 4096, max_request_mb: float = 32.0) -> Any:
     """The FastAPI application (importable for tests and for other ASGI servers)."""
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, PlainTextResponse
+    from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
     app = FastAPI(title="reward-sandbox", version="1")
     state = ServiceState(grader, max_queue)
@@ -114,13 +115,11 @@ def create_app(grader: Grader, token: str | None, max_batch: int = 512, max_queu
         if len(body) > limit:
             return refuse(413, f"request larger than {max_request_mb:g} MB", "too_large")
         try:
-            import json
-
             payload = json.loads(body)
             jobs = payload["jobs"]
             if not isinstance(jobs, list):
                 raise TypeError("jobs must be a list")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return refuse(400, f'expected {{"jobs": [...]}}: {exc}', "bad_request")
         if len(jobs) > max_batch:
             return refuse(413, f"{len(jobs)} jobs in one request; at most {max_batch}", "too_large")
@@ -133,7 +132,9 @@ def create_app(grader: Grader, token: str | None, max_batch: int = 512, max_queu
         finally:
             state.release(len(jobs), results, time.monotonic() - start)
         state.requests["ok"] += 1
-        return {"results": [r.to_dict() for r in results], "isolation": grader.level}
+        # ASCII-escaped JSON: a lone surrogate echoed back from a bad record cannot break the whole answer
+        answer = json.dumps({"results": [r.to_dict() for r in results], "isolation": grader.level})
+        return Response(answer, media_type="application/json")
 
     return app
 

@@ -43,3 +43,32 @@ def test_limits_reject_nonsense_and_unknown_keys():
         Limits.from_dict({"wall": 3})
     assert Limits().with_run_timeout(2.5).run_cpu_s == 3  # CPU time, rounded up
     assert Limits().with_run_timeout(2.5).run_wall_s == 5.0  # wall: twice the CPU time
+
+
+def test_the_expected_hidden_test_count_is_a_lower_bound_of_what_compiles():
+    from reward_sandbox.assemble import count_tests
+
+    tests = """
+#[test]
+fn a() {}
+// #[test] in a comment
+#[test]
+#[ignore]
+fn b() {}
+#[test]
+#[cfg(feature = "extra")]
+fn off() {}
+#[cfg(feature = "io")]
+mod io {
+    #[test]
+    fn off_too() {}
+}
+#[cfg(test)]
+mod inner {
+    #[test]
+    fn c() {}
+}
+macro_rules! cases { ($($n:ident),*) => { $( #[test] fn $n() {} )* } }
+cases!(d, e);
+"""
+    assert count_tests(tests) == 3  # a, b, inner::c; the macro's d and e are not counted, never over-counted

@@ -76,7 +76,7 @@ def test_a_dead_server_degrades_to_unknown_rewards_not_a_crash(caplog):
     funcs, _ = build_reward_functions(context, {})
     completion = "<think>x</think>\n```rust\npub fn f() -> u8 { 1 }\n```"
     values = {f.__name__: f(prompts=[None], completions=[completion], tests=["#[test]\nfn t() { assert_eq!(f(), 1); }"])[0] for f in funcs}
-    assert values["build"] is None and values["hidden_tests"] is None and values["format"] == 1.0
+    assert all(v is None for v in values.values())  # unknown, every one: TRL drops the completion
     assert "retry 1/1" in caplog.text and "reward grading failed" in caplog.text
 
 
@@ -86,3 +86,21 @@ def test_refuses_to_serve_publicly_without_a_token(capsys, monkeypatch):
     assert serve(args) == 2
     assert "refusing to serve on 0.0.0.0 without a bearer token" in capsys.readouterr().err
     assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("10.0.0.5")
+
+
+def test_a_bad_record_never_loses_the_request(server):
+    import json
+    import urllib.request
+
+    jobs = [{"id": "bad", "source": "pub fn f() {}\n// \ud800"}, {"id": "good", "source": "pub fn f() -> u8 { 1 }"}]
+    body = json.dumps({"jobs": jobs}).encode()  # ASCII JSON with a lone-surrogate escape: valid JSON, invalid text
+    request = urllib.request.Request(f"{server}/v1/grade", data=body, method="POST",
+                                     headers={"Authorization": "Bearer s3cret", "Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=60) as response:
+        results = json.loads(response.read())["results"]
+    assert [(r["id"], r["status"]) for r in results] == [("bad", "invalid_input"), ("good", "ok")]
+    deep = b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    request = urllib.request.Request(f"{server}/v1/grade", data=deep, method="POST", headers={"Authorization": "Bearer s3cret"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == 400

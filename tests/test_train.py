@@ -108,7 +108,8 @@ def test_a_sandbox_fault_leaves_completions_unscored_and_the_step_still_runs(tmp
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200", "train.max_completion_length=224", "train.max_steps=1",
                       'reward.server_url="http://127.0.0.1:9"', "reward.server_retries=0")  # fmt: skip
     train(cfg)
-    (step,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"reward"' in line]
+    (step,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
+    assert step["step"] == 1  # the step ran
     assert step["sandbox/unknown"] > 0  # completions with code could not be graded...
     assert step["rates/build"] == 0  # ...and none of them is counted as built or failed
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
