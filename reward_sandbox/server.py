@@ -14,8 +14,8 @@ SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
 import argparse
 import asyncio
 import hmac
-import json
 import ipaddress
+import json
 import logging
 import os
 import sys
