@@ -4,9 +4,9 @@ A test that passes on a program is worth something only if it fails on a wrong o
 wrong versions cover the tricks a policy finds (``#[should_panic]`` around a false assert,
 ``catch_unwind``, ``assert!(f(x) == f(x))``, tests any implementation passes):
 
-- ``todo``: every function body of the program is ``todo!()`` (it panics);
-- ``default``: every body returns ``Default::default()`` (it answers, wrongly; it builds only
-  where every return type has a default, so it is graded when it builds).
+- ``default``: every body returns ``Default::default()`` (it answers, wrongly); it builds only
+  where every return type has a default, so where it does not build:
+- ``todo``: every function body of the program is ``todo!()`` (it panics).
 
 Test functions and ``#[cfg(test)]`` modules are left as they are.
 """
@@ -20,7 +20,7 @@ from .audit import matching_brace, strip_comments_and_strings
 _FN = re.compile(r"\bfn\s+[A-Za-z_][A-Za-z0-9_]*")
 _CFG_TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub\s+)?mod\s+[A-Za-z_][A-Za-z0-9_]*\s*\{")
 _TEST_ATTR_BEFORE = re.compile(r"#\[test\]\s*(?:#\[[^\]]*\]\s*)*(?:pub\s+)?(?:async\s+)?$")
-BODIES = {"todo": "todo!()", "default": "Default::default()"}
+BODIES = {"default": "Default::default()", "todo": "todo!()"}  # in the order they are tried
 
 
 def body_start(code: str, start: int) -> int | None:
@@ -60,7 +60,3 @@ def replace_bodies(code: str, body: str) -> str:
     out.append(code[pos:])
     return "".join(out)
 
-
-def mutants(code: str) -> dict[str, str]:
-    """The wrong versions of ``code`` by name (see the module docstring)."""
-    return {name: replace_bodies(code, body) for name, body in BODIES.items()}

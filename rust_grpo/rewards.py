@@ -23,7 +23,7 @@ from reward_sandbox import Result, Status
 
 from .audit import CodeAudit, audit_code
 from .data import Problem, problem_from_columns
-from .mutants import mutants
+from .mutants import BODIES, replace_bodies
 from .parsing import ParsedCompletion, completion_text, parse_completion
 
 log = logging.getLogger("rust_grpo")
@@ -123,23 +123,23 @@ class RewardContext:
         return evaluations
 
     def _grade(self, texts: list[str], rows: list[Problem], columns: dict[str, Any]) -> list[Evaluation]:
-        """Two parallel rounds: every program against its row's hidden tests (its own tests run
-        apart), then, only for programs with a passing own test, the wrong versions of the program
-        against those own tests."""
+        """Parallel rounds: every program against its row's hidden tests (its own tests run apart),
+        then, only for programs with a passing own test, a wrong version of the program against
+        those own tests."""
         parsed = [parse_completion(t) for t in texts]
         audits = [audit_code(p.code) if p.code else None for p in parsed]
         start = time.monotonic()
         programs = {i: rows[i].job(p.code, str(i)) for i, p in enumerate(parsed) if p.code is not None}
         results = self._grade_jobs(programs)
-        wrong: dict[tuple[int, str], dict[str, Any]] = {}
-        for i, result in results.items():
-            if result.tests.own.passed and audits[i] is not None and audits[i].tests:  # type: ignore[union-attr]
-                for name, code in mutants(parsed[i].code or "").items():
-                    job = {**programs[i], "id": f"{i}:{name}", "source": code}
-                    for key in ("tests", "include_ignored"):
-                        job.pop(key, None)
-                    wrong[(i, name)] = {**job, "test_mode": "unit"}
-        mutant_results = self._grade_jobs(wrong)
+        # Wrong versions, for programs whose own tests pass: the `default` one where it builds (one
+        # extra grading), else the `todo` one (a third round, for those few).
+        owners = [i for i, r in results.items() if r.tests.own.passed and audits[i] is not None and audits[i].tests]  # type: ignore[union-attr]
+        mutant_results: dict[tuple[int, str], Result] = {}
+        for kind in BODIES:
+            round_jobs = {(i, kind): self._mutant_job(programs[i], replace_bodies(parsed[i].code or "", BODIES[kind]), f"{i}:{kind}")
+                          for i in owners}  # fmt: skip
+            mutant_results.update(self._grade_jobs(round_jobs))
+            owners = [i for i in owners if not mutant_results[(i, kind)].build.ok and mutant_results[(i, kind)].status.is_program_verdict]
         self.sandbox_seconds += time.monotonic() - start
         evaluations = [
             Evaluation(parsed=p, audit=audits[i], result=results.get(i), has_hidden=bool(rows[i].tests.strip()),
@@ -148,6 +148,14 @@ class RewardContext:
         ]
         self._write_samples(texts, evaluations, columns)
         return evaluations
+
+    @staticmethod
+    def _mutant_job(program: dict[str, Any], source: str, job_id: str) -> dict[str, Any]:
+        """The program's job with a wrong version of its code and only its own tests."""
+        job = {**program, "id": job_id, "source": source, "test_mode": "unit"}
+        for key in ("tests", "include_ignored"):
+            job.pop(key, None)
+        return job
 
     def _grade_jobs(self, jobs: dict[Any, dict[str, Any]]) -> dict[Any, Result]:
         """Grade ``jobs`` in one parallel pass; a grader that fails turns them all into sandbox errors."""

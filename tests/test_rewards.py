@@ -94,9 +94,9 @@ def rewards_for(grader, completions, tests=HIDDEN):
 def test_every_component_from_one_grading_of_each_completion(grader):
     completions = [GOOD, TRIVIAL, EXIT_HACK, WRONG, BROKEN, NO_CODE]
     table, context = rewards_for(grader, completions)
-    # one parallel pass for the 5 programs (NO_CODE is never sent), one for the two wrong versions
-    # of each program whose own tests passed (GOOD, TRIVIAL), shared by all seven reward functions
-    assert context.grader.calls == 2 and context.grader.jobs == 5 + 2 * 2
+    # one parallel pass for the 5 programs (NO_CODE is never sent), one for a wrong version of each
+    # program whose own tests passed (GOOD, TRIVIAL), shared by all seven reward functions
+    assert context.grader.calls == 2 and context.grader.jobs == 5 + 2
     assert list(table) == list(REWARD_NAMES)
     good, trivial, hack, wrong, broken, no_code = zip(*table.values())
     assert good == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
