@@ -24,12 +24,23 @@ def main() -> int:
         print(f"skipped: {SUITE} not present")
         return 0
     problems, skipped = import_problems("exercism-jsonl", SUITE)
-    stubs = [Problem(id=p.id, prompt=p.prompt, solution=p.signature, tests=p.tests, test_mode=p.test_mode,
-                     crate_name=p.crate_name, include_ignored=True, edition=p.edition) for p in problems]  # fmt: skip
+    stubs = [
+        Problem(
+            id=p.id,
+            prompt=p.prompt,
+            solution=p.signature,
+            tests=p.tests,
+            test_mode=p.test_mode,
+            crate_name=p.crate_name,
+            include_ignored=True,
+            edition=p.edition,
+        )
+        for p in problems
+    ]
     with Grader(cache=ResultCache()) as grader:
         start = time.perf_counter()
         report = verify_problems(problems, grader, min_asserts=0)
-        stub_results = grader.grade([s.job(s.solution) for s in stubs])
+        stub_results = grader.grade([s.job_or_invalid(s.solution) for s in stubs])
         elapsed = time.perf_counter() - start
         level = grader.level
     stub_passes = [s.id for s, r in zip(stubs, stub_results) if r.status.value == "ok"]

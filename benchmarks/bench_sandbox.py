@@ -43,8 +43,11 @@ def floor_one(job: dict, rustc: str) -> None:
     with tempfile.TemporaryDirectory(prefix="rg-floor-") as tmp:
         src, binary = Path(tmp) / "lib.rs", Path(tmp) / "t"
         src.write_text(job["source"])
-        built = subprocess.run([rustc, "--test", "--edition", "2021", "-C", "debuginfo=0", str(src), "-o", str(binary)],
-                               capture_output=True, check=False)  # fmt: skip
+        built = subprocess.run(
+            [rustc, "--test", "--edition", "2021", "-C", "debuginfo=0", str(src), "-o", str(binary)],
+            capture_output=True,
+            check=False,
+        )
         if built.returncode == 0:
             subprocess.run([str(binary), "-q"], capture_output=True, check=False)
 
@@ -85,19 +88,25 @@ def main() -> int:
     speedup = rates["harness"] / rates["naive"]
     floor_ratio = rates["floor"] / rates["harness"]
     report = {
-        "jobs": len(jobs), "naive_jobs": len(naive_jobs), "workers": args.workers, "isolation": level,
+        "jobs": len(jobs),
+        "naive_jobs": len(naive_jobs),
+        "workers": args.workers,
+        "isolation": level,
         "completions_per_s": {k: round(v, 2) for k, v in rates.items()},
-        "speedup_vs_naive": round(speedup, 2), "time_vs_floor": round(floor_ratio, 3),
+        "speedup_vs_naive": round(speedup, 2),
+        "time_vs_floor": round(floor_ratio, 3),
         "statuses": {s: sum(r.status.value == s for r in results) for s in {r.status.value for r in results}},
         "targets": {"speedup_vs_naive>=5": speedup >= 5, "time_vs_floor<=1.3": floor_ratio <= 1.3},
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(f"corpus: {len(jobs)} programs ({report['statuses']}), {args.workers} workers, isolation={level}")
     print(f"{'approach':<10}{'completions/s':>15}")
     for name, rate in rates.items():
         print(f"{name:<10}{rate:>15.2f}")
-    print(f"harness vs naive: {speedup:.1f}x (target >= 5x)   harness time vs floor: {floor_ratio:.2f}x (target <= 1.3x)")
+    print(
+        f"harness vs naive: {speedup:.1f}x (target >= 5x)   harness time vs floor: {floor_ratio:.2f}x (target <= 1.3x)"
+    )
     print(f"wrote {args.out}")
     return 0 if all(report["targets"].values()) else 1
 

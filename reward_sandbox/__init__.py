@@ -2,24 +2,55 @@
 
 Usable on its own, without torch::
 
-    from reward_sandbox import Grader
-    with Grader(workers=2) as grader:
+    from reward_sandbox import Settings, open_grader
+    with open_grader(Settings(workers=2)) as grader:
         results = grader.grade([{"id": "a", "source": "pub fn f() -> u8 { 1 }"}])
 """
 
 from .backends import BACKENDS, CARGO, FAST
-from .isolation import BWRAP, RLIMITS, IsolationUnavailable, bwrap_problem, choose_level
+from .cache import ResultCache
+from .client import RemoteGrader, RemoteGraderError
+from .isolation import BWRAP, RLIMITS, Isolation, IsolationUnavailable, bwrap_problem, choose_level
 from .jobs import InvalidJob, Job, TestMode
 from .limits import Limits
 from .pool import Grader, grade
-from .results import BuildReport, ClippyReport, Diagnostic, Result, TestCounts, TestReport
+from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestCounts, TestReport
+from .settings import GraderLike, Settings, open_grader
 from .status import Status
 from .toolchain import Toolchain, ToolchainError, find_toolchain
 
 __all__ = [
-    "BACKENDS", "BWRAP", "CARGO", "FAST", "RLIMITS",
-    "BuildReport", "ClippyReport", "Diagnostic", "Grader", "InvalidJob", "IsolationUnavailable", "Job",
-    "Limits", "Result", "Status", "TestCounts", "TestMode", "TestReport", "Toolchain", "ToolchainError",
-    "bwrap_problem", "choose_level", "find_toolchain", "grade",
-]  # fmt: skip
+    "BACKENDS",
+    "BWRAP",
+    "CARGO",
+    "FAST",
+    "RLIMITS",
+    "BuildReport",
+    "ClippyReport",
+    "Diagnostic",
+    "Grader",
+    "GraderLike",
+    "InvalidJob",
+    "Isolation",
+    "IsolationUnavailable",
+    "Job",
+    "Limits",
+    "RemoteGrader",
+    "RemoteGraderError",
+    "Result",
+    "ResultCache",
+    "Settings",
+    "Status",
+    "SuiteReport",
+    "TestCounts",
+    "TestMode",
+    "TestReport",
+    "Toolchain",
+    "ToolchainError",
+    "bwrap_problem",
+    "choose_level",
+    "find_toolchain",
+    "grade",
+    "open_grader",
+]
 __version__ = "0.1.0"

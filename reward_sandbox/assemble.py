@@ -34,7 +34,9 @@ STD_MACROS = (
 _TEST_ATTR = re.compile(r"#\s*\[\s*test\s*\]")
 _CFG_ATTR = re.compile(r"#\s*\[\s*cfg\s*\((?!\s*test\s*\))")
 _ATTR_RUN = re.compile(r"(?:#\s*\[[^\]]*\]\s*)+")  # consecutive outer attributes before one item
-_CFG_MOD = re.compile(r"#\s*\[\s*cfg\s*\((?!\s*test\s*\))[^\]]*\]\s*(?:#\s*\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{")
+_CFG_MOD = re.compile(
+    r"#\s*\[\s*cfg\s*\((?!\s*test\s*\))[^\]]*\]\s*(?:#\s*\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{"
+)
 _MACRO_RULES = re.compile(r"\bmacro_rules!\s*\w+\s*[\{\(\[]")
 _CFG_CALL = re.compile(r"\bcfg(?:_attr)?\s*!?\s*\(")
 _TEST_WORD = re.compile(r"(?<![\w\"])test(?![\w\"])")
@@ -121,7 +123,7 @@ def _skip_brackets(text: str, pos: int) -> int:
             depth -= 1
             if depth == 0:
                 return pos + 1
-        elif ch == '"' or (ch == "r" and re.match(r'r#*"', text[pos:pos + 8])):  # fmt: skip
+        elif ch == '"' or (ch == "r" and re.match(r'r#*"', text[pos : pos + 8])):
             pos = _skip_string(text, pos)
             continue
         pos += 1
@@ -131,7 +133,11 @@ def _skip_brackets(text: str, pos: int) -> int:
 def inner_attributes_end(text: str) -> int:
     """Offset just after the leading inner attributes and comments: the first place an item may go."""
     pos = end = skip_trivia(text, 0)
-    while text.startswith("#!", pos) and skip_trivia(text, pos + 2) < len(text) and text[skip_trivia(text, pos + 2)] == "[":
+    while (
+        text.startswith("#!", pos)
+        and skip_trivia(text, pos + 2) < len(text)
+        and text[skip_trivia(text, pos + 2)] == "["
+    ):
         end = _skip_brackets(text, skip_trivia(text, pos + 2))
         pos = skip_trivia(text, end)
     return end
@@ -144,7 +150,9 @@ def count_tests(text: str) -> int:
     inside ``macro_rules!`` bodies
     (counted by their expansions, unknown here) are left out."""
     code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    spans = sorted((m.start(), _skip_brackets(code, m.end() - 1)) for m in [*_MACRO_RULES.finditer(code), *_CFG_MOD.finditer(code)])
+    spans = sorted(
+        (m.start(), _skip_brackets(code, m.end() - 1)) for m in [*_MACRO_RULES.finditer(code), *_CFG_MOD.finditer(code)]
+    )
     kept, pos = [], 0
     for start, end in spans:
         if start >= pos:
@@ -217,11 +225,15 @@ def assemble(job: Job) -> Assembly:
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))
         test_file = f"{tag}_t.rs"
-        files[test_file] = _insert(job.tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
+        files[test_file] = (
+            _insert(job.tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
+        )
         return Assembly(files, nonce, tag, count_tests(job.tests), own, test_path=test_file)
     if not job.tests.strip():
         decls = _decl(sentinel_file, sentinel_mod) if own else ""
-        return Assembly({**files, "lib.rs": _insert(job.source, decls)} if own else {"lib.rs": job.source}, nonce, tag, 0, own)
+        return Assembly(
+            {**files, "lib.rs": _insert(job.source, decls)} if own else {"lib.rs": job.source}, nonce, tag, 0, own
+        )
     hidden = f"#[allow(unused_imports)] use super::*;\n{imports}\n{job.tests}\n"
     expected = count_tests(job.tests)
     if job.test_mode is TestMode.MAIN:

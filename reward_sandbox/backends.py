@@ -43,27 +43,52 @@ class Plan:
     own_compile: str | None  # step that builds the program's own tests
     run_hidden: str | None
     run_own: str | None
-    uid_secrets: list[str] = field(default_factory=list)  # copies of the sources the slot uid made, removed before tests run
+    uid_secrets: list[str] = field(
+        default_factory=list
+    )  # copies of the sources the slot uid made, removed before tests run
 
 
-def _compile_step(name: str, argv: list[str], limits: Limits, when: str = "always", env: dict[str, str] | None = None) -> Step:
+def _compile_step(
+    name: str, argv: list[str], limits: Limits, when: str = "always", env: dict[str, str] | None = None
+) -> Step:
     return Step(
-        name=name, argv=argv, kind="compile", wall_s=limits.compile_wall_s, cpu_s=limits.compile_cpu_s,
-        memory_mb=limits.compile_memory_mb, procs=limits.compile_procs, file_size_mb=limits.file_size_mb,
-        open_files=max(limits.open_files, 1024), stack_mb=limits.stack_mb, output_bytes=DIAG_BYTES, when=when,
+        name=name,
+        argv=argv,
+        kind="compile",
+        wall_s=limits.compile_wall_s,
+        cpu_s=limits.compile_cpu_s,
+        memory_mb=limits.compile_memory_mb,
+        procs=limits.compile_procs,
+        file_size_mb=limits.file_size_mb,
+        open_files=max(limits.open_files, 1024),
+        stack_mb=limits.stack_mb,
+        output_bytes=DIAG_BYTES,
+        when=when,
         env=env or {},
-    )  # fmt: skip
+    )
 
 
 def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "", exec_only: bool = True) -> Step:
     """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`. With
     ``exec_only`` the binary runs from a root-owned copy the program may execute but not read."""
     return Step(
-        name=name, argv=argv, kind="run", wall_s=limits.run_wall_s, cpu_s=limits.run_cpu_s,
-        memory_mb=limits.run_memory_mb, procs=limits.run_procs, file_size_mb=limits.file_size_mb,
-        open_files=limits.open_files, stack_mb=limits.stack_mb, output_bytes=limits.output_kb * 1024,
-        env={"RUSTC_BOOTSTRAP": "1"}, when=when, cwd=cwd, nonce=True, exec_only=exec_only,
-    )  # fmt: skip
+        name=name,
+        argv=argv,
+        kind="run",
+        wall_s=limits.run_wall_s,
+        cpu_s=limits.run_cpu_s,
+        memory_mb=limits.run_memory_mb,
+        procs=limits.run_procs,
+        file_size_mb=limits.file_size_mb,
+        open_files=limits.open_files,
+        stack_mb=limits.stack_mb,
+        output_bytes=limits.output_kb * 1024,
+        env={"RUSTC_BOOTSTRAP": "1"},
+        when=when,
+        cwd=cwd,
+        nonce=True,
+        exec_only=exec_only,
+    )
 
 
 def libtest_args(job: Job) -> list[str]:
@@ -78,15 +103,38 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     src, work = layout.src, layout.work
     codegen = ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
     common = ["--edition", job.edition, "--crate-name", job.crate_name, *codegen]
-    check = [clippy, *common, *FORCED_LINTS, "--crate-type", "lib", "--emit=metadata", f"{src}/lib.rs", "-o", f"{work}/lib.rmeta"]
+    check = [
+        clippy,
+        *common,
+        *FORCED_LINTS,
+        "--crate-type",
+        "lib",
+        "--emit=metadata",
+        f"{src}/lib.rs",
+        "-o",
+        f"{work}/lib.rmeta",
+    ]
     tests = libtest_args(job)
     if job.test_mode is TestMode.INTEGRATION:
         lib = [clippy, *common, *FORCED_LINTS, "--crate-type", "lib", f"{src}/lib.rs", "--out-dir", work]
         test_crate = [
-            rustc, "--test", "--edition", job.edition, "--crate-name", f"{asm.tag}_tests", *codegen, "--cap-lints", "warn",
-            "-L", work, "--extern", f"{job.crate_name}={work}/lib{job.crate_name}.rlib", f"{src}/{asm.test_path}",
-            "-o", f"{work}/test_bin",
-        ]  # fmt: skip
+            rustc,
+            "--test",
+            "--edition",
+            job.edition,
+            "--crate-name",
+            f"{asm.tag}_tests",
+            *codegen,
+            "--cap-lints",
+            "warn",
+            "-L",
+            work,
+            "--extern",
+            f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
+            f"{src}/{asm.test_path}",
+            "-o",
+            f"{work}/test_bin",
+        ]
         steps = [
             _compile_step("lib", lib, limits),
             _compile_step("testc", test_crate, limits, when="ok:lib"),
@@ -111,17 +159,41 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     ]
     hidden_compile = ["testc"] if has_hidden else []
     if has_hidden:
-        hidden_only = [rustc, "--test", *common, "--cap-lints", "warn", f"{src}/{asm.hidden_root}", "-o", f"{work}/test_bin"]
+        hidden_only = [
+            rustc,
+            "--test",
+            *common,
+            "--cap-lints",
+            "warn",
+            f"{src}/{asm.hidden_root}",
+            "-o",
+            f"{work}/test_bin",
+        ]
         steps.append(_compile_step("hiddenc", hidden_only, limits, when="failed:testc&ok:check"))
         hidden_compile.append("hiddenc")
-        steps.append(_run_step("run_hidden", [f"{work}/test_bin", asm.hidden_filter, *tests], limits, when="ok:testc|ok:hiddenc", cwd=src))
+        steps.append(
+            _run_step(
+                "run_hidden",
+                [f"{work}/test_bin", asm.hidden_filter, *tests],
+                limits,
+                when="ok:testc|ok:hiddenc",
+                cwd=src,
+            )
+        )
     run_own = None
     if asm.has_own_tests:
         own_args = ["--skip", asm.hidden_module] if has_hidden else []
         steps.append(_run_step("run_own", [f"{work}/test_bin", *own_args, *tests], limits, when="ok:testc", cwd=src))
         run_own = "run_own"
-    return Plan(steps, ["testc", "check"], ["testc", "check"], hidden_compile, "testc" if asm.has_own_tests else None,
-                "run_hidden" if has_hidden else None, run_own)  # fmt: skip
+    return Plan(
+        steps,
+        ["testc", "check"],
+        ["testc", "check"],
+        hidden_compile,
+        "testc" if asm.has_own_tests else None,
+        "run_hidden" if has_hidden else None,
+        run_own,
+    )
 
 
 def cargo_manifest(job: Job) -> str:

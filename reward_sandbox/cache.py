@@ -9,6 +9,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 from .jobs import Job
 from .limits import Limits
@@ -19,7 +20,9 @@ HARNESS_VERSION = "5"  # bump when grading logic changes what a result says
 UNCACHEABLE = {Status.SANDBOX_ERROR, Status.INVALID_INPUT}  # our fault or the input's, never the program's
 
 
-def job_key(job: Job, toolchain_version: str, backend: str, limits: Limits, isolation: str, memory_scope: str = "job") -> str:
+def job_key(
+    job: Job, toolchain_version: str, backend: str, limits: Limits, isolation: str, memory_scope: str = "job"
+) -> str:
     """The hash of everything a verdict depends on (a timeout is cached with the limits it hit);
     the job's id is deliberately not part of it. A verdict from a weaker isolation level is never
     served to a stronger one."""
@@ -42,7 +45,7 @@ class ResultCache:
     def __init__(self, directory: Path | None = None, memory_items: int = 50_000) -> None:
         self.directory = directory
         self.memory_items = memory_items
-        self._memory: OrderedDict[str, dict] = OrderedDict()
+        self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -82,7 +85,7 @@ class ResultCache:
             tmp.write_text(json.dumps(data))
             os.replace(tmp, path)
 
-    def _remember(self, key: str, data: dict) -> None:
+    def _remember(self, key: str, data: dict[str, Any]) -> None:
         self._memory[key] = data
         self._memory.move_to_end(key)
         while len(self._memory) > self.memory_items:

@@ -11,13 +11,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .backends import BACKENDS, FAST
-from .cache import ResultCache, default_cache_dir
-from .isolation import IsolationUnavailable, bwrap_problem
+from .cgroups import cgroup_problem
+from .isolation import IsolationUnavailable, choose_level
 from .jobs import InvalidJob
-from .limits import Limits
 from .pool import Grader
 from .results import Result
+from .runner import runner_path
+from .settings import add_arguments, open_grader, settings_from_args
+from .slots import SlotsExhausted
 from .toolchain import ToolchainError, find_toolchain
 
 
@@ -45,19 +46,33 @@ def _progress(total: int) -> Any:
         done += 1
         if sys.stderr.isatty() or done == total or done % 50 == 0:
             rate = done / max(time.monotonic() - start, 1e-9)
-            print(f"\r  graded {done}/{total} ({rate:.1f}/s)", end="" if done < total else "\n", file=sys.stderr, flush=True)
+            print(
+                f"\r  graded {done}/{total} ({rate:.1f}/s)",
+                end="" if done < total else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
 
     return report
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     records = read_jsonl(args.input)
-    limits = Limits.from_dict(json.loads(args.limits)) if args.limits else Limits()
-    cache = ResultCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    settings = settings_from_args(args)
     start = time.monotonic()
-    with Grader(workers=args.workers, isolation=args.isolation, backend=args.backend, limits=limits, cache=cache) as grader:
-        print(f"reward-sandbox: isolation={grader.level} backend={grader.backend} workers={grader.workers}", file=sys.stderr)
-        results = grader.grade(records, on_result=_progress(len(records)))
+    grader = open_grader(settings)
+    try:
+        if isinstance(grader, Grader):
+            print(
+                f"reward-sandbox: isolation={grader.level} backend={grader.backend} workers={grader.workers}",
+                file=sys.stderr,
+            )
+            results = grader.grade(records, on_result=_progress(len(records)))
+        else:
+            print(f"reward-sandbox: grading on {', '.join(settings.server_urls)}", file=sys.stderr)
+            results = grader.grade(records)
+    finally:
+        grader.close()
     elapsed = time.monotonic() - start
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with open(args.output, "w", encoding="utf-8") as fh:
@@ -65,16 +80,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             fh.write(json.dumps(result.to_dict()) + "\n")
     counts = Counter(r.status.value for r in results)
     summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-    print(f"reward-sandbox: {len(results)} jobs in {elapsed:.1f}s ({len(results) / max(elapsed, 1e-9):.1f}/s): {summary}", file=sys.stderr)
+    print(
+        f"reward-sandbox: {len(results)} jobs in {elapsed:.1f}s ({len(results) / max(elapsed, 1e-9):.1f}/s): {summary}",
+        file=sys.stderr,
+    )
     return 0
 
 
 def cmd_check(_args: argparse.Namespace) -> int:
     toolchain = find_toolchain()
-    problem = bwrap_problem()
     print(f"toolchain: {toolchain.sysroot} ({toolchain.version.splitlines()[0]})")
     print(f"linker:    {toolchain.linker}")
-    print(f"isolation: {'bwrap' if problem is None else 'rlimits (fallback): ' + problem}")
+    print(f"runner:    {runner_path()}")
+    level, warning = choose_level("auto")
+    print(f"isolation: {level.name}" + (f" ({warning})" if warning else ""))
+    memory = cgroup_problem()
+    print(f"memory:    {'per job (cgroup v1 memory)' if memory is None else 'per process only: ' + memory}")
     return 0
 
 
@@ -91,22 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="grade jobs from a JSONL file")
     run.add_argument("--input", "-i", type=Path, required=True, help="JSONL of jobs")
     run.add_argument("--output", "-o", type=Path, required=True, help="JSONL of results (input order)")
-    run.add_argument("--workers", "-j", type=int, default=None, help="parallel jobs (default: all cores)")
-    run.add_argument("--isolation", choices=["auto", "strict", "rlimits"], default="auto",
-                     help="strict fails unless bubblewrap works; auto falls back to rlimits and says so")  # fmt: skip
-    run.add_argument("--backend", choices=BACKENDS, default=FAST)
-    run.add_argument("--limits", help='JSON object overriding limits, e.g. \'{"run_wall_s": 5}\'')
-    run.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
-    run.add_argument("--cache-dir", type=Path, default=None)
+    add_arguments(run)
     run.set_defaults(func=cmd_run)
     check = sub.add_parser("check", help="show the toolchain and the isolation level available here")
     check.set_defaults(func=cmd_check)
     serve = sub.add_parser("serve", help="serve rewards over HTTP")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8808)
-    serve.add_argument("--token", default=None, help="bearer token (or env REWARD_SANDBOX_TOKEN); required off loopback")
-    serve.add_argument("--workers", "-j", type=int, default=None)
-    serve.add_argument("--isolation", choices=["auto", "strict", "rlimits"], default="auto")
+    serve.add_argument(
+        "--token", default=None, help="bearer token (or env REWARD_SANDBOX_TOKEN); required off loopback"
+    )
+    add_arguments(serve, local_only=True)
     serve.add_argument("--max-batch", type=int, default=512, help="most jobs in one request")
     serve.add_argument("--max-queue", type=int, default=4096, help="most jobs waiting before requests get 503")
     serve.add_argument("--max-request-mb", type=float, default=32.0)
@@ -119,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     try:
         return int(args.func(args))
-    except (IsolationUnavailable, ToolchainError, ValueError, OSError) as exc:
+    except (IsolationUnavailable, ToolchainError, SlotsExhausted, ValueError, OSError) as exc:
         print(f"reward-sandbox: error: {exc}", file=sys.stderr)
         return 2
 

@@ -15,8 +15,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from .jobs import Job
-from .results import Result
+from .jobs import InvalidJob, Job
+from .results import Result, invalid_result
 
 log = logging.getLogger("reward_sandbox")
 
@@ -26,8 +26,15 @@ class RemoteGraderError(RuntimeError):
 
 
 class RemoteGrader:
-    def __init__(self, url: str, token: str | None = None, token_env: str = "REWARD_SANDBOX_TOKEN", timeout_s: float = 300.0,
-                 retries: int = 2, backoff_s: float = 1.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        token_env: str = "REWARD_SANDBOX_TOKEN",
+        timeout_s: float = 300.0,
+        retries: int = 2,
+        backoff_s: float = 1.0,
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = token or os.environ.get(token_env) or None
         self.timeout_s = timeout_s
@@ -41,9 +48,22 @@ class RemoteGrader:
             headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(f"{self.url}/v1/grade", data=body, headers=headers, method="POST")
         with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-            return json.loads(response.read())
+            payload = json.loads(response.read())
+        if not isinstance(payload, dict):
+            raise ValueError("the reward server did not answer with a JSON object")
+        return payload
 
-    def grade(self, items: Sequence[Job | dict[str, Any]]) -> list[Result]:
+    def grade(self, items: Sequence[Job | dict[str, Any] | InvalidJob]) -> list[Result]:
+        """Results in input order; records that already failed to parse are answered here as
+        ``invalid_input`` and not sent."""
+        sent = [i for i in items if not isinstance(i, InvalidJob)]
+        graded = iter(self._grade_remote(sent) if sent else [])
+        return [
+            invalid_result(i.job_id or f"#{n}", str(i)) if isinstance(i, InvalidJob) else next(graded)
+            for n, i in enumerate(items)
+        ]
+
+    def _grade_remote(self, items: Sequence[Job | dict[str, Any]]) -> list[Result]:
         body = json.dumps({"jobs": [i.to_dict() if isinstance(i, Job) else i for i in items]}).encode()
         last: Exception | None = None
         for attempt in range(self.retries + 1):

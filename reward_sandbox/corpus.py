@@ -25,11 +25,11 @@ _TEMPLATES: list[dict[str, str]] = [
         "test": "assert_eq!(gcd_plus(12, 18), 6 + {k});\n        assert_eq!(gcd_plus(7, 0), 7 + {k});",
     },
     {
-        "fn": "pub fn shout(s: &str) -> String {{\n    format!(\"{{}}{{}}\", s.to_uppercase(), \"!\".repeat(s.len() + {m}))\n}}\n",
-        "bad": "pub fn shout(s: &str) -> String {{\n    format!(\"{{}}{{}}\", s.to_lowercase(), \"!\".repeat(s.len() + {m}))\n}}\n",
+        "fn": 'pub fn shout(s: &str) -> String {{\n    format!("{{}}{{}}", s.to_uppercase(), "!".repeat(s.len() + {m}))\n}}\n',
+        "bad": 'pub fn shout(s: &str) -> String {{\n    format!("{{}}{{}}", s.to_lowercase(), "!".repeat(s.len() + {m}))\n}}\n',
         "broken": "pub fn shout(s: &str) -> String {{\n    s.to_uppercase() + {k}\n}}\n",
-        "lint": "pub fn shout(s: &str) -> String {{\n    let out = format!(\"{{}}{{}}\", s.to_uppercase(), \"!\".repeat(s.len() + {m}));\n    return out;\n}}\n",
-        "test": "assert!(shout(\"hi\").starts_with(\"HI!\"));\n        assert_eq!(shout(\"\").len(), {m});",
+        "lint": 'pub fn shout(s: &str) -> String {{\n    let out = format!("{{}}{{}}", s.to_uppercase(), "!".repeat(s.len() + {m}));\n    return out;\n}}\n',
+        "test": 'assert!(shout("hi").starts_with("HI!"));\n        assert_eq!(shout("").len(), {m});',
     },
     {
         "fn": "pub fn count_over(xs: &[i32]) -> usize {{\n    xs.iter().filter(|&&x| x > {k}).count()\n}}\n",

@@ -59,7 +59,9 @@ def _prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
         os.chown(job_dir.work, uid, uid)
 
 
-def grade_job(job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: Limits, backend: str, slot: Slot) -> Result:
+def grade_job(
+    job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: Limits, backend: str, slot: Slot
+) -> Result:
     """Grade ``job``. Never raises for the program's behaviour; harness faults come back as
     ``sandbox_error`` with the reason."""
     start = time.monotonic()
@@ -82,11 +84,15 @@ def grade_job(job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: L
         if slot.memory is not None:
             slot.memory.prepare(limits.run_memory_mb)
         argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
-        outcome = run_driver(argv, plan.steps, env, asm.nonce, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid))
+        outcome = run_driver(
+            argv, plan.steps, env, asm.nonce, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid)
+        )
         oom = slot.memory.oom_killed() if slot.memory is not None else False
         result = classify(job, asm, plan, outcome, oom)
         if slot.memory is not None:
-            result = Result(**{**result.__dict__, "measures": {**result.measures, "run_peak_mb": round(slot.memory.peak_mb(), 1)}})
+            result = Result(
+                **{**result.__dict__, "measures": {**result.measures, "run_peak_mb": round(slot.memory.peak_mb(), 1)}}
+            )
     except Exception as exc:  # noqa: BLE001 - a harness fault must not lose the batch
         result = Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"harness error: {type(exc).__name__}: {exc}")
     finally:
@@ -95,7 +101,9 @@ def grade_job(job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: L
         if slot.memory is not None:
             slot.memory.kill_all()
         shutil.rmtree(job_dir.root, ignore_errors=True)
-    return Result(**{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend})
+    return Result(
+        **{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend}
+    )
 
 
 def _scrub(src: Path) -> None:
@@ -159,8 +167,9 @@ def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[
     return None
 
 
-def _suite(asm: Assembly, outcome: DriverOutcome, run_name: str | None, compile_names: list[str], expected: int,
-           what: str) -> tuple[SuiteReport, str]:  # fmt: skip
+def _suite(
+    asm: Assembly, outcome: DriverOutcome, run_name: str | None, compile_names: list[str], expected: int, what: str
+) -> tuple[SuiteReport, str]:
     """The report of one suite: from its run, or, when it never ran, why (its build failed)."""
     if run_name is None:
         return SuiteReport(expected=expected), ""
@@ -179,12 +188,19 @@ def _suite(asm: Assembly, outcome: DriverOutcome, run_name: str | None, compile_
 def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: bool = False) -> Result:
     steps = outcome.steps
     if not any(s.started for s in steps.values()):
-        return Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"sandbox did not start: {outcome.driver_error or 'no output'}")
+        return Result(
+            id=job.id,
+            status=Status.SANDBOX_ERROR,
+            reason=f"sandbox did not start: {outcome.driver_error or 'no output'}",
+        )
     if not outcome.done and not outcome.timed_out and not outcome.overflow_step:
         if oom:
             return Result(id=job.id, status=Status.MEMORY_LIMIT, reason="the job went over its memory limit")
-        return Result(id=job.id, status=Status.SANDBOX_ERROR,
-                      reason=f"the sandbox stopped before the job's end (driver exit {outcome.driver_exit}): {outcome.driver_error[-300:]}")  # fmt: skip
+        return Result(
+            id=job.id,
+            status=Status.SANDBOX_ERROR,
+            reason=f"the sandbox stopped before the job's end (driver exit {outcome.driver_exit}): {outcome.driver_error[-300:]}",
+        )
     generated = asm.generated
     build_step = _first_ran(outcome, plan.build[:1]) or _first_ran(outcome, plan.build)
     build_ok = build_step is not None and steps[build_step].exit_code == 0
@@ -198,9 +214,13 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
     errors = [d for d in diags if d.level == "error"]
     warnings = dedupe([d for d in lint_diags if d.level == "warning"])
     build = BuildReport(ok=build_ok, errors=len(errors), diagnostics=tuple(errors))
-    clippy = ClippyReport(ok=build_ok and lint_step is not None and not warnings, warnings=len(warnings), diagnostics=tuple(warnings))
+    clippy = ClippyReport(
+        ok=build_ok and lint_step is not None and not warnings, warnings=len(warnings), diagnostics=tuple(warnings)
+    )
     if build_ok:
-        hidden, hidden_text = _suite(asm, outcome, plan.run_hidden, plan.hidden_compile, asm.hidden_expected, "the hidden tests")
+        hidden, hidden_text = _suite(
+            asm, outcome, plan.run_hidden, plan.hidden_compile, asm.hidden_expected, "the hidden tests"
+        )
         own_compiles = [plan.own_compile] if plan.own_compile else []
         own, own_text = _suite(asm, outcome, plan.run_own, own_compiles, 0, "the program's own tests")
         tests = TestReport(hidden=hidden, own=own, output="\n".join(t for t in (hidden_text, own_text) if t))
@@ -212,8 +232,15 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
     run_steps = [s.name for s in plan.steps if s.kind == "run"]
     if not build_ok:
         status, reason = _resource_status(plan, outcome, oom, compile_steps) or (
-            Status.COMPILE_ERROR, _first_message(errors) or "the program does not compile")
-        tail = "\n".join(d.rendered for d in errors)[-TAIL_BYTES:] or outcome.steps[build_step].output.decode(errors="replace")[-TAIL_BYTES:] if build_step else ""
+            Status.COMPILE_ERROR,
+            _first_message(errors) or "the program does not compile",
+        )
+        tail = (
+            "\n".join(d.rendered for d in errors)[-TAIL_BYTES:]
+            or outcome.steps[build_step].output.decode(errors="replace")[-TAIL_BYTES:]
+            if build_step
+            else ""
+        )
     elif resource := _resource_status(plan, outcome, oom, run_steps + compile_steps):
         status, reason = resource
     elif (hidden.ran or hidden.expected) and not hidden.ok:
@@ -223,7 +250,16 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
     else:
         status, reason = Status.OK, ""
     measures = {"steps": {name: s.measures() for name, s in steps.items() if s.started}}
-    return Result(id=job.id, status=status, build=build, clippy=clippy, tests=tests, reason=reason, output_tail=tail, measures=measures)
+    return Result(
+        id=job.id,
+        status=status,
+        build=build,
+        clippy=clippy,
+        tests=tests,
+        reason=reason,
+        output_tail=tail,
+        measures=measures,
+    )
 
 
 def _first_message(diags: list[Diagnostic]) -> str:

@@ -61,7 +61,9 @@ class Isolation(ABC):
         """The paths the driver and its steps use."""
 
     @abstractmethod
-    def command(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int
+    ) -> tuple[list[str], dict[str, str]]:
         """The argv that runs the driver script, and its environment."""
 
     def caveat(self) -> str | None:
@@ -76,27 +78,84 @@ class Bubblewrap(Isolation):
         return bwrap_problem()
 
     def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
-        return Layout(src="/src", work="/tmp", toolchain="/toolchain", runner="/rg/run", driver="/rg/driver.sh",
-                      memory_cgroup="/rg/memory" if memory is not None else None)  # fmt: skip
+        return Layout(
+            src="/src",
+            work="/tmp",
+            toolchain="/toolchain",
+            runner="/rg/run",
+            driver="/rg/driver.sh",
+            memory_cgroup="/rg/memory" if memory is not None else None,
+        )
 
-    def command(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int
+    ) -> tuple[list[str], dict[str, str]]:
         argv = [
             shutil.which("bwrap") or "bwrap",
-            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--clearenv",
-            "--ro-bind", "/usr", "/usr",
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-            "--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # `cc` -> gcc: rustc then links with rust-lld
-            "--ro-bind", str(toolchain.sysroot), "/toolchain",
-            "--ro-bind", str(job.src), "/src",  # emptied by the host before any test runs
-            "--ro-bind", str(runner_path()), "/rg/run",
-            "--ro-bind", str(job.driver), "/rg/driver.sh",
-            "--proc", "/proc", "--dev", "/dev",
-            "--size", str(disk_mb * 1024 * 1024), "--perms", "1777", "--tmpfs", "/tmp",
-            "--chdir", "/tmp",
-            "--setenv", "PATH", "/toolchain/bin:/usr/bin",
-            "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
-        ]  # fmt: skip
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--perms",
+            "0755",
+            "--dir",
+            "/etc",
+            "--ro-bind-try",
+            "/etc/alternatives",
+            "/etc/alternatives",  # `cc` -> gcc: rustc then links with rust-lld
+            "--ro-bind",
+            str(toolchain.sysroot),
+            "/toolchain",
+            "--ro-bind",
+            str(job.src),
+            "/src",  # emptied by the host before any test runs
+            "--ro-bind",
+            str(runner_path()),
+            "/rg/run",
+            "--ro-bind",
+            str(job.driver),
+            "/rg/driver.sh",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(disk_mb * 1024 * 1024),
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+            "--chdir",
+            "/tmp",
+            "--setenv",
+            "PATH",
+            "/toolchain/bin:/usr/bin",
+            "--setenv",
+            "HOME",
+            "/tmp",
+            "--setenv",
+            "TMPDIR",
+            "/tmp",
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+        ]
         if memory is not None:
             argv += ["--bind", str(memory.procs), "/rg/memory"]
         if runs_as_root():
@@ -129,11 +188,24 @@ class RlimitsOnly(Isolation):
         return None
 
     def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
-        return Layout(src=str(job.src), work=str(job.work), toolchain=str(toolchain.sysroot), runner=str(runner_path()),
-                      driver=str(job.driver), memory_cgroup=str(memory.procs) if memory is not None else None)  # fmt: skip
+        return Layout(
+            src=str(job.src),
+            work=str(job.work),
+            toolchain=str(toolchain.sysroot),
+            runner=str(runner_path()),
+            driver=str(job.driver),
+            memory_cgroup=str(memory.procs) if memory is not None else None,
+        )
 
-    def command(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int) -> tuple[list[str], dict[str, str]]:
-        env = {"PATH": f"{toolchain.sysroot}/bin:/usr/bin:/bin", "HOME": str(job.work), "TMPDIR": str(job.work), "LANG": "C.UTF-8"}
+    def command(
+        self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None, disk_mb: int
+    ) -> tuple[list[str], dict[str, str]]:
+        env = {
+            "PATH": f"{toolchain.sysroot}/bin:/usr/bin:/bin",
+            "HOME": str(job.work),
+            "TMPDIR": str(job.work),
+            "LANG": "C.UTF-8",
+        }
         return ["/bin/bash", str(job.driver)], env
 
 
@@ -144,7 +216,24 @@ LEVELS: dict[str, type[Isolation]] = {BWRAP: Bubblewrap, RLIMITS: RlimitsOnly}
 def _toolchain_reachable() -> bool:
     """Whether an unprivileged uid can run clippy-driver where it is installed."""
     clippy = str(find_toolchain().clippy_driver)
-    probe = [str(runner_path()), "2", "probe", str(UID_BASE), "512", "5", "8", "1", "64", "8", "-1", "-", "--", "test", "-x", clippy]
+    probe = [
+        str(runner_path()),
+        "2",
+        "probe",
+        str(UID_BASE),
+        "512",
+        "5",
+        "8",
+        "1",
+        "64",
+        "8",
+        "-1",
+        "-",
+        "--",
+        "test",
+        "-x",
+        clippy,
+    ]
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
 
@@ -154,10 +243,37 @@ def _bwrap_problem() -> str | None:
         return "bubblewrap (bwrap) is not installed (Debian: apt-get install bubblewrap)"
     probe = Path("/tmp") if Path("/tmp").is_dir() else Path.cwd()
     toolchain = find_toolchain()
-    argv = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",
-            "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            "--ro-bind", str(toolchain.sysroot), "/toolchain", "--ro-bind", str(probe), "/src", "--proc", "/proc",
-            "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/true"]  # fmt: skip
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-pid",
+        "--unshare-net",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--ro-bind",
+        str(toolchain.sysroot),
+        "/toolchain",
+        "--ro-bind",
+        str(probe),
+        "/src",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--",
+        "/bin/true",
+    ]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -61,7 +61,9 @@ class Grader:
         self._lease = UidLease(self.workers) if os.geteuid() == 0 else None
         uids: list[int | None] = list(self._lease.uids) if self._lease else [None] * self.workers
         self._slots: queue.Queue[Slot] = queue.Queue()
-        self._all_slots = [Slot(uid, SlotMemory(f"uid-{uid}") if uid is not None and not no_cgroups else None) for uid in uids]
+        self._all_slots = [
+            Slot(uid, SlotMemory(f"uid-{uid}") if uid is not None and not no_cgroups else None) for uid in uids
+        ]
         for slot in self._all_slots:
             self._slots.put(slot)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="reward-sandbox")
@@ -88,7 +90,14 @@ class Grader:
     def _grade_one(self, job: Job) -> Result:
         slot = self._slots.get()
         try:
-            return grade_job(job, toolchain=self.toolchain, isolation=self.isolation, limits=self.limits, backend=self.backend, slot=slot)
+            return grade_job(
+                job,
+                toolchain=self.toolchain,
+                isolation=self.isolation,
+                limits=self.limits,
+                backend=self.backend,
+                slot=slot,
+            )
         finally:
             self._slots.put(slot)
 

@@ -70,8 +70,13 @@ class StepOutcome:
     max_rss_mb: float = 0.0
 
     def measures(self) -> dict[str, float | int | None]:
-        return {"exit_code": self.status, "signal": self.signal, "cpu_s": round(self.cpu_s, 3),
-                "wall_s": round(self.wall_s, 3), "max_rss_mb": round(self.max_rss_mb, 1)}  # fmt: skip
+        return {
+            "exit_code": self.status,
+            "signal": self.signal,
+            "cpu_s": round(self.cpu_s, 3),
+            "wall_s": round(self.wall_s, 3),
+            "max_rss_mb": round(self.max_rss_mb, 1),
+        }
 
 
 @dataclass
@@ -98,10 +103,21 @@ def _condition(when: str) -> str:
 def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str], nonce: bool) -> str:
     cwd = step.cwd or "-"
     args = [
-        layout.runner, str(CONTROL_FD), step.name, str(-1 if uid is None else uid), str(step.memory_mb), str(step.cpu_s),
-        str(step.procs), str(step.file_size_mb), str(step.open_files), str(step.stack_mb),
-        str(NONCE_FD if nonce else -1), cwd, "--", *argv,
-    ]  # fmt: skip
+        layout.runner,
+        str(CONTROL_FD),
+        step.name,
+        str(-1 if uid is None else uid),
+        str(step.memory_mb),
+        str(step.cpu_s),
+        str(step.procs),
+        str(step.file_size_mb),
+        str(step.open_files),
+        str(step.stack_mb),
+        str(NONCE_FD if nonce else -1),
+        cwd,
+        "--",
+        *argv,
+    ]
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
     return (env + " " if env else "") + " ".join(shlex.quote(a) for a in args)
 
@@ -126,7 +142,9 @@ def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secret
             lines.append(f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92")
             if uid_secrets:
                 scrub = Step("scrub", [], "compile", 30, 10, 256, 8, 1, 64, 64, 0)
-                lines.append(_runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets], False) + " >/dev/null 2>&1")
+                lines.append(
+                    _runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets], False) + " >/dev/null 2>&1"
+                )
             if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
                 lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
@@ -146,8 +164,14 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def run_driver(argv: list[str], steps: list[Step], env: dict[str, str], nonce: str, scrub: Callable[[], None],
-               kill_step: Callable[[str], bool] | None = None) -> DriverOutcome:  # fmt: skip
+def run_driver(
+    argv: list[str],
+    steps: list[Step],
+    env: dict[str, str],
+    nonce: str,
+    scrub: Callable[[], None],
+    kill_step: Callable[[str], bool] | None = None,
+) -> DriverOutcome:
     """Spawn ``argv`` (which runs the driver) in a new session and collect every step's output.
     ``kill_step(kind)`` kills just an overdue step's processes, so the driver goes on to the next
     step; without it (or when it finds nothing to kill) the whole sandbox is killed. ``scrub()``

@@ -51,7 +51,13 @@ class TestCounts:
         return self.passed > 0 and self.failed == 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "passed": self.passed, "failed": self.failed, "ignored": self.ignored, "total": self.total}
+        return {
+            "ok": self.ok,
+            "passed": self.passed,
+            "failed": self.failed,
+            "ignored": self.ignored,
+            "total": self.total,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,18 +89,35 @@ class SuiteReport:
         return self.ran and self.trusted and self.passed > 0 and self.failed == 0 and self.total >= self.expected
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"ok": self.ok, "ran": self.ran, "trusted": self.trusted, "passed": self.passed, "failed": self.failed,
-               "ignored": self.ignored, "total": self.total, "expected": self.expected,
-               "failures": list(self.failures), "passes": list(self.passes)}  # fmt: skip
+        out = {
+            "ok": self.ok,
+            "ran": self.ran,
+            "trusted": self.trusted,
+            "passed": self.passed,
+            "failed": self.failed,
+            "ignored": self.ignored,
+            "total": self.total,
+            "expected": self.expected,
+            "failures": list(self.failures),
+            "passes": list(self.passes),
+        }
         if self.note:
             out["note"] = self.note
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SuiteReport:
-        return cls(ran=d.get("ran", False), trusted=d.get("trusted", False), passed=d["passed"], failed=d["failed"],
-                   ignored=d["ignored"], expected=d.get("expected", 0), failures=tuple(d.get("failures", ())),
-                   passes=tuple(d.get("passes", ())), note=d.get("note", ""))  # fmt: skip
+        return cls(
+            ran=d.get("ran", False),
+            trusted=d.get("trusted", False),
+            passed=d["passed"],
+            failed=d["failed"],
+            ignored=d["ignored"],
+            expected=d.get("expected", 0),
+            failures=tuple(d.get("failures", ())),
+            passes=tuple(d.get("passes", ())),
+            note=d.get("note", ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -116,8 +139,11 @@ class TestReport:
 
     @property
     def counts(self) -> TestCounts:
-        return TestCounts(self.hidden.passed + self.own.passed, self.hidden.failed + self.own.failed,
-                          self.hidden.ignored + self.own.ignored)  # fmt: skip
+        return TestCounts(
+            self.hidden.passed + self.own.passed,
+            self.hidden.failed + self.own.failed,
+            self.hidden.ignored + self.own.ignored,
+        )
 
     @property
     def failures(self) -> tuple[str, ...]:

@@ -10,7 +10,6 @@ when one is set, and the server refuses to start without one on a non-loopback a
 SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
 """
 
-
 import argparse
 import asyncio
 import hmac
@@ -25,6 +24,7 @@ from collections import Counter
 from typing import Any
 
 from .pool import Grader
+from .settings import open_grader, settings_from_args
 
 log = logging.getLogger("reward_sandbox")
 
@@ -69,13 +69,18 @@ class ServiceState:
             lines += [f'reward_sandbox_requests_total{{outcome="{k}"}} {v}' for k, v in sorted(self.requests.items())]
             lines += ["# TYPE reward_sandbox_jobs_total counter"]
             lines += [f'reward_sandbox_jobs_total{{status="{k}"}} {v}' for k, v in sorted(self.statuses.items())]
-            lines += ["# TYPE reward_sandbox_queue_depth gauge", f"reward_sandbox_queue_depth {self.queued}",
-                      "# TYPE reward_sandbox_grading_seconds_total counter",
-                      f"reward_sandbox_grading_seconds_total {self.grading_seconds:.3f}"]  # fmt: skip
+            lines += [
+                "# TYPE reward_sandbox_queue_depth gauge",
+                f"reward_sandbox_queue_depth {self.queued}",
+                "# TYPE reward_sandbox_grading_seconds_total counter",
+                f"reward_sandbox_grading_seconds_total {self.grading_seconds:.3f}",
+            ]
         return "\n".join(lines) + "\n"
 
 
-def create_app(grader: Grader, token: str | None, max_batch: int = 512, max_queue: int = 4096, max_request_mb: float = 32.0) -> Any:
+def create_app(
+    grader: Grader, token: str | None, max_batch: int = 512, max_queue: int = 4096, max_request_mb: float = 32.0
+) -> Any:
     """The FastAPI application (importable for tests and for other ASGI servers)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -147,13 +152,20 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     token = args.token or os.environ.get("REWARD_SANDBOX_TOKEN") or None
     if not is_loopback(args.host) and not token:
-        print(f"reward-sandbox: refusing to serve on {args.host} without a bearer token "
-              "(set --token or REWARD_SANDBOX_TOKEN, or bind 127.0.0.1)", file=sys.stderr)  # fmt: skip
+        print(
+            f"reward-sandbox: refusing to serve on {args.host} without a bearer token "
+            "(set --token or REWARD_SANDBOX_TOKEN, or bind 127.0.0.1)",
+            file=sys.stderr,
+        )
         return 2
-    grader = Grader(workers=args.workers, isolation=args.isolation)
+    grader = open_grader(settings_from_args(args))
+    assert isinstance(grader, Grader)
     app = create_app(grader, token, args.max_batch, args.max_queue, args.max_request_mb)
-    print(f"reward-sandbox: serving on http://{args.host}:{args.port} (isolation={grader.level}, workers={grader.workers},"
-          f" auth={'bearer' if token else 'none'})", file=sys.stderr)  # fmt: skip
+    print(
+        f"reward-sandbox: serving on http://{args.host}:{args.port} (isolation={grader.level}, workers={grader.workers},"
+        f" auth={'bearer' if token else 'none'})",
+        file=sys.stderr,
+    )
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=300)
     finally:

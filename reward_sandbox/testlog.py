@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .results import SuiteReport, TestCounts
 
@@ -30,14 +31,16 @@ class _Test:
     position: int = -1
 
 
-def parse_test_log(output: bytes, nonce: str, exit_code: int | None, sentinel_test: str, expected: int = 0) -> tuple[SuiteReport, str]:
+def parse_test_log(
+    output: bytes, nonce: str, exit_code: int | None, sentinel_test: str, expected: int = 0
+) -> tuple[SuiteReport, str]:
     """The suite's report and the text a person should see (panic messages, crash notes).
     ``exit_code`` is the process's real exit status (None when a signal ended it)."""
     text = output.decode(errors="replace")
     marker = f"RG_SENTINEL_{nonce}"
     tests: dict[str, _Test] = {}
     announced: int | None = None
-    suite_end: dict | None = None
+    suite_end: dict[str, Any] | None = None
     nonce_positions: list[int] = []
     problems: list[str] = []
     readable: list[str] = []  # what a person should see: panic messages, crash notes
@@ -100,13 +103,28 @@ def parse_test_log(output: bytes, nonce: str, exit_code: int | None, sentinel_te
     readable_text = "\n".join(readable)
     if problems:
         total = max(len(user_tests), (announced or 1) - 1, expected, 1)
-        report = SuiteReport(ran=True, trusted=False, failed=total, expected=expected, failures=failures,
-                             note="; ".join(dict.fromkeys(problems)))  # fmt: skip
+        report = SuiteReport(
+            ran=True,
+            trusted=False,
+            failed=total,
+            expected=expected,
+            failures=failures,
+            note="; ".join(dict.fromkeys(problems)),
+        )
         return report, readable_text
     passes = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "passed"))
     note = f"{expected} tests expected, {counts.total} ran" if counts.total < expected else ""
-    report = SuiteReport(ran=True, trusted=True, passed=counts.passed, failed=counts.failed, ignored=counts.ignored,
-                         expected=expected, failures=failures, passes=passes, note=note)  # fmt: skip
+    report = SuiteReport(
+        ran=True,
+        trusted=True,
+        passed=counts.passed,
+        failed=counts.failed,
+        ignored=counts.ignored,
+        expected=expected,
+        failures=failures,
+        passes=passes,
+        note=note,
+    )
     return report, readable_text
 
 

@@ -51,14 +51,18 @@ def find_toolchain() -> Toolchain:
     if rustc is None:
         raise ToolchainError("rustc not found: install Rust (rustup) or set REWARD_SANDBOX_RUSTC")
     try:
-        sysroot = Path(subprocess.run([rustc, "--print", "sysroot"], check=True, capture_output=True, text=True).stdout.strip())
+        sysroot = Path(
+            subprocess.run([rustc, "--print", "sysroot"], check=True, capture_output=True, text=True).stdout.strip()
+        )
         version = subprocess.run([rustc, "-vV"], check=True, capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise ToolchainError(f"rustc at {rustc} does not run: {exc}") from exc
     clippy = sysroot / "bin" / "clippy-driver"
     if not clippy.exists():
         raise ToolchainError(f"clippy-driver not found in {sysroot}/bin: run `rustup component add clippy`")
-    clippy_version = subprocess.run([str(clippy), "-V"], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": str(sysroot / "lib")}).stdout
+    clippy_version = subprocess.run(
+        [str(clippy), "-V"], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": str(sysroot / "lib")}
+    ).stdout
     cargo = sysroot / "bin" / "cargo"
     linker_name = shutil.which("cc") or shutil.which("gcc")
     if linker_name is None:

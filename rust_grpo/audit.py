@@ -16,15 +16,55 @@ _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _ASSERT = re.compile(r"\b(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne)!\s*[\(\[\{]")
 _DEFINED = re.compile(r"\b(?:fn|struct|enum|trait|type|const|static|union)\s+([A-Za-z_][A-Za-z0-9_]*)")
 _IMPL_FN = re.compile(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)")
-_TEST_FN = re.compile(r"#\[test\]\s*((?:#\[[^\]]*\]\s*)*)(?:pub\s+)?(?:async\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)\s*\([^)]*\)[^{]*\{")
+_TEST_FN = re.compile(
+    r"#\[test\]\s*((?:#\[[^\]]*\]\s*)*)(?:pub\s+)?(?:async\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)\s*\([^)]*\)[^{]*\{"
+)
 _CFG_TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{")
 _EXITS = re.compile(r"\b(?:process::exit|process::abort|std::process::exit|libc::_?exit)\b|\bexit\s*\(\s*0\s*\)")
 _MACRO_HIJACK = re.compile(r"macro_rules!\s*(assert|assert_eq|assert_ne|panic|debug_assert\w*)\b")
 _KEYWORDS = {
-    "let", "mut", "fn", "if", "else", "for", "in", "while", "loop", "match", "return", "true", "false", "as", "use",
-    "super", "crate", "self", "Self", "Some", "None", "Ok", "Err", "vec", "assert", "assert_eq", "assert_ne", "String",
-    "Vec", "Option", "Result", "Box", "to_string", "into", "unwrap", "clone", "iter", "collect", "len", "new", "from",
-}  # fmt: skip
+    "let",
+    "mut",
+    "fn",
+    "if",
+    "else",
+    "for",
+    "in",
+    "while",
+    "loop",
+    "match",
+    "return",
+    "true",
+    "false",
+    "as",
+    "use",
+    "super",
+    "crate",
+    "self",
+    "Self",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+    "vec",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "String",
+    "Vec",
+    "Option",
+    "Result",
+    "Box",
+    "to_string",
+    "into",
+    "unwrap",
+    "clone",
+    "iter",
+    "collect",
+    "len",
+    "new",
+    "from",
+}
 
 
 @dataclass(frozen=True)
@@ -118,7 +158,9 @@ def matching_brace(code: str, open_index: int) -> int:
 
 
 def _split_args(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
     for c in text:
         if c in "([{":
             depth += 1
@@ -152,7 +194,10 @@ def _assert_calls(body: str) -> list[tuple[str, list[str]]]:
 
 
 def _is_literal(arg: str) -> bool:
-    return not any(ident not in ("true", "false") for ident in _IDENT.findall(arg)) or re.fullmatch(r"-?[\d_.]+\w*", arg) is not None
+    return (
+        not any(ident not in ("true", "false") for ident in _IDENT.findall(arg))
+        or re.fullmatch(r"-?[\d_.]+\w*", arg) is not None
+    )
 
 
 def audit_code(code: str) -> CodeAudit:
@@ -166,9 +211,12 @@ def audit_code(code: str) -> CodeAudit:
         return any(a <= pos <= b for a, b in test_spans)
 
     defined = frozenset(
-        name for m in list(_DEFINED.finditer(clean)) + list(_IMPL_FN.finditer(clean)) if not in_tests(m.start())
-        for name in [m.group(1)] if name not in ("main", "tests")
-    )  # fmt: skip
+        name
+        for m in list(_DEFINED.finditer(clean)) + list(_IMPL_FN.finditer(clean))
+        if not in_tests(m.start())
+        for name in [m.group(1)]
+        if name not in ("main", "tests")
+    )
     flags = []
     non_test = "".join(c if not in_tests(i) else " " for i, c in enumerate(clean))
     if _EXITS.search(non_test):
@@ -182,7 +230,14 @@ def audit_code(code: str) -> CodeAudit:
         attrs, name = m.group(1), m.group(2)
         end = matching_brace(clean, m.end() - 1)
         body = clean[m.end() : end]
-        module = next((mm.group(1) for mm in _CFG_TEST_MOD.finditer(clean) if mm.start() < m.start() <= matching_brace(clean, mm.end() - 1)), None)
+        module = next(
+            (
+                mm.group(1)
+                for mm in _CFG_TEST_MOD.finditer(clean)
+                if mm.start() < m.start() <= matching_brace(clean, mm.end() - 1)
+            ),
+            None,
+        )
         full_name = f"{module}::{name}" if module else name
         calls = _assert_calls(body)
         uses_code = bool(set(_IDENT.findall(body)) & defined)

@@ -13,12 +13,10 @@ log = logging.getLogger("rust_grpo")
 
 
 def _grader(args: argparse.Namespace) -> Any:
-    from reward_sandbox import Grader, Limits
-    from reward_sandbox.cache import ResultCache
+    from reward_sandbox import Settings, open_grader
 
-    limits = Limits().with_run_timeout(getattr(args, "timeout", None) or 10.0)
-    return Grader(workers=getattr(args, "workers", None), isolation=getattr(args, "isolation", "auto"), limits=limits,
-                  cache=ResultCache())  # fmt: skip
+    settings = Settings(isolation=getattr(args, "isolation", "auto"), workers=getattr(args, "workers", None) or 0)
+    return open_grader(settings.with_run_timeout(getattr(args, "timeout", None) or 10.0))
 
 
 def _problems_by_id(path: str | None) -> dict[str, Any]:
@@ -51,8 +49,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_and_report(completions: list[Any], problems: dict[str, Any], args: argparse.Namespace, title: str,
-                      meta: dict[str, Any]) -> int:  # fmt: skip
+def _score_and_report(
+    completions: list[Any], problems: dict[str, Any], args: argparse.Namespace, title: str, meta: dict[str, Any]
+) -> int:
     from .report import write_report
     from .scoring import score_completions, summarize
 
@@ -62,9 +61,11 @@ def _score_and_report(completions: list[Any], problems: dict[str, Any], args: ar
     summary = summarize(records)
     paths = write_report(Path(args.out), records, summary, title, meta)
     rates = summary["rates"]
-    print(f"{summary['samples']} samples over {summary['problems']} problems: build {rates['build']:.1%}, clippy clean "
-          f"{rates['clippy_clean']:.1%}, own tests {rates['own_tests']:.1%}, hidden tests {rates['hidden_tests']:.1%}, "
-          + ", ".join(f"{k} {v:.1%}" for k, v in summary["hidden"].items()))  # fmt: skip
+    print(
+        f"{summary['samples']} samples over {summary['problems']} problems: build {rates['build']:.1%}, clippy clean "
+        f"{rates['clippy_clean']:.1%}, own tests {rates['own_tests']:.1%}, hidden tests {rates['hidden_tests']:.1%}, "
+        + ", ".join(f"{k} {v:.1%}" for k, v in summary["hidden"].items())
+    )
     print(f"report: {paths['markdown']} (also {paths['report'].name}, {paths['plot'].name}, {paths['results'].name})")
     return 0
 
@@ -78,8 +79,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not completions:
         print(f"rust-grpo score: no usable completions in {args.completions}", file=sys.stderr)
         return 2
-    return _score_and_report(completions, _problems_by_id(args.dataset), args, f"Scores: {Path(args.completions).name}",
-                             {"completions": args.completions, "dataset": args.dataset, "skipped": errors})  # fmt: skip
+    return _score_and_report(
+        completions,
+        _problems_by_id(args.dataset),
+        args,
+        f"Scores: {Path(args.completions).name}",
+        {"completions": args.completions, "dataset": args.dataset, "skipped": errors},
+    )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -87,12 +93,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import SamplingSettings, generate, write_completions
 
     problems = load_problems(args.dataset, max_rows=args.limit)
-    settings = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                top_p=args.top_p, batch_problems=args.batch, seed=args.seed)  # fmt: skip
+    settings = SamplingSettings(
+        samples=args.samples,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        batch_problems=args.batch,
+        seed=args.seed,
+    )
     completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter)
     write_completions(Path(args.out) / "completions.jsonl", completions)
-    meta = {"model": args.model, "adapter": args.adapter, "dataset": args.dataset, "backend": args.backend, **settings.__dict__}
-    return _score_and_report(completions, {p.id: p for p in problems}, args, f"Eval: {Path(args.model).name} on {Path(args.dataset).name}", meta)
+    meta = {
+        "model": args.model,
+        "adapter": args.adapter,
+        "dataset": args.dataset,
+        "backend": args.backend,
+        **settings.__dict__,
+    }
+    return _score_and_report(
+        completions,
+        {p.id: p for p in problems},
+        args,
+        f"Eval: {Path(args.model).name} on {Path(args.dataset).name}",
+        meta,
+    )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -114,7 +138,9 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
             report = verify_problems(problems, grader, min_asserts=args.min_asserts)
             for line in report.failures:
                 print(f"FAIL {path}: {line}")
-            print(f"{path}: {report.checked - len({f.split(':')[0] for f in report.failures})}/{report.checked} problems verified")
+            print(
+                f"{path}: {report.checked - len({f.split(':')[0] for f in report.failures})}/{report.checked} problems verified"
+            )
             failed += len(report.failures)
     return 1 if failed else 0
 
@@ -124,10 +150,14 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
     from .importers import write_problems
 
     problems = load_problems(args.input)
-    jobs = [p.job(p.solution) for p in problems]
+    jobs = [p.job_or_invalid(p.solution) for p in problems]
     with _grader(args) as grader:
         results = grader.grade(jobs)
-    kept = [p for p, r in zip(problems, results) if r.status.value == "ok" and r.tests.counts.passed > 0 and (r.clippy.ok or not args.clippy)]
+    kept = [
+        p
+        for p, r in zip(problems, results)
+        if r.status.value == "ok" and r.tests.counts.passed > 0 and (r.clippy.ok or not args.clippy)
+    ]
     write_problems(Path(args.out), kept)
     counts: dict[str, int] = {}
     for r in results:
@@ -155,9 +185,15 @@ def cmd_data_build(args: argparse.Namespace) -> int:
 
 
 def _sandbox_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", "-j", type=int, default=None, help="sandbox workers (default: all cores)")
-    p.add_argument("--isolation", choices=["auto", "strict", "rlimits"], default="auto")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds for one program's tests")
+    from reward_sandbox import Settings
+    from reward_sandbox.isolation import CHOICES
+
+    helps = Settings.help()
+    p.add_argument("--workers", "-j", type=int, default=None, help="sandbox " + helps["workers"])
+    p.add_argument("--isolation", choices=CHOICES, default="auto", help=helps["isolation"])
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="CPU seconds for one program's tests (wall clock: twice that)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,7 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="dataset tools").add_subparsers(dest="data_command", required=True)
     p = data.add_parser("verify", help="references pass their hidden tests; todo!() stubs fail them")
     p.add_argument("paths", nargs="+")
-    p.add_argument("--min-asserts", type=int, default=4, help="asserts the hidden tests must hold (1 for external suites)")
+    p.add_argument(
+        "--min-asserts", type=int, default=4, help="asserts the hidden tests must hold (1 for external suites)"
+    )
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_verify)
     p = data.add_parser("filter", help="keep only rows whose code passes its tests")

@@ -77,14 +77,21 @@ class DataConfig:
 @dataclass
 class RewardConfig:
     weights: dict[str, float] = _f(
-        {"format": 0.5, "code_block": 0.25, "tests_present": 0.5, "build": 1.0, "clippy": 0.5,
-         "own_tests": 1.0, "hidden_tests": 2.0},
+        {
+            "format": 0.5,
+            "code_block": 0.25,
+            "tests_present": 0.5,
+            "build": 1.0,
+            "clippy": 0.5,
+            "own_tests": 1.0,
+            "hidden_tests": 2.0,
+        },
         "Weight of each reward component; 0 keeps it as a logged diagnostic only.",
-    )  # fmt: skip
+    )
     min_tests: int = _f(2, "Meaningful own tests needed for full tests_present / own_tests credit.")
     workers: int = _f(0, "Sandbox worker processes (0 = all cores).")
     isolation: str = _f("auto", "Sandbox isolation: auto, strict (bubblewrap or fail) or rlimits.")
-    timeout_s: float = _f(10.0, "Wall-clock limit for one program's tests.")
+    timeout_s: float = _f(10.0, "CPU-time limit for one program's tests, at most 300 (wall clock: twice that).")
     cache_dir: str = _f("", "On-disk result cache ('' = memory only).")
     server_url: str = _f("", "Use a `reward-sandbox serve` at this URL instead of a local pool.")
     server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "Environment variable holding the server's bearer token.")
@@ -97,10 +104,28 @@ class RewardConfig:
         unknown = set(self.weights) - set(REWARD_NAMES)
         if unknown:
             raise ConfigError(f"reward.weights has unknown reward(s) {sorted(unknown)}; known: {list(REWARD_NAMES)}")
-        if self.isolation not in ("auto", "strict", "rlimits"):
-            raise ConfigError(f"reward.isolation must be auto, strict or rlimits, got {self.isolation!r}")
-        if self.timeout_s <= 0:
-            raise ConfigError("reward.timeout_s must be positive")
+        try:
+            self.sandbox_settings()
+        except ValueError as exc:
+            raise ConfigError(f"reward.{exc}") from None
+
+    def sandbox_settings(self) -> Any:
+        """The :class:`reward_sandbox.Settings` these fields describe (validated there, once)."""
+        from reward_sandbox import Settings
+
+        settings = Settings(
+            isolation=self.isolation,
+            workers=self.workers,
+            cache_dir=self.cache_dir,
+            server_urls=(self.server_url,) if self.server_url else (),
+            server_token_env=self.server_token_env,
+            server_timeout_s=self.server_timeout_s,
+            server_retries=self.server_retries,
+        )
+        try:
+            return settings.with_run_timeout(self.timeout_s)
+        except ValueError as exc:
+            raise ValueError(f"timeout_s: {exc}") from None
 
 
 @dataclass
@@ -138,12 +163,18 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:
-            raise ConfigError("train.num_generations must be >= 2: GRPO's advantages compare completions within a group")
+            raise ConfigError(
+                "train.num_generations must be >= 2: GRPO's advantages compare completions within a group"
+            )
         batch = self.generation_batch_size or self.per_device_train_batch_size * self.gradient_accumulation_steps
         if batch % self.num_generations:
             raise ConfigError(
                 f"the generation batch ({batch} = "
-                + ("train.generation_batch_size" if self.generation_batch_size else "per_device_train_batch_size x gradient_accumulation_steps")
+                + (
+                    "train.generation_batch_size"
+                    if self.generation_batch_size
+                    else "per_device_train_batch_size x gradient_accumulation_steps"
+                )
                 + f") must be divisible by train.num_generations ({self.num_generations})"
             )
         if self.scale_rewards not in ("group", "batch", "none"):
@@ -191,7 +222,8 @@ SECTIONS = {f.name: f.type for f in dataclasses.fields(RunConfig)}
 
 
 def _section_class(name: str) -> type:
-    return typing.get_type_hints(RunConfig)[name]
+    hint: type = typing.get_type_hints(RunConfig)[name]
+    return hint
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
@@ -208,7 +240,7 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     simple: dict[Any, tuple[type, ...]] = {bool: (bool,), float: (int, float), int: (int,), str: (str,)}
     if annotation in simple:
         if isinstance(value, simple[annotation]) and (annotation is bool or not isinstance(value, bool)):
-            return float(value) if annotation is float else value
+            return float(value) if annotation is float else value  # type: ignore[arg-type]
     elif origin is list and isinstance(value, list):
         (item,) = typing.get_args(annotation)
         return [_coerce(v, item, where) for v in value]

@@ -12,7 +12,10 @@ import logging
 import random
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reward_sandbox import InvalidJob, Job
 
 log = logging.getLogger("rust_grpo")
 
@@ -34,17 +37,34 @@ class Problem:
     edition: str = "2021"
     opt_level: int = 0  # Exercism's release-mode exercises need an optimised build to finish in time
 
-    def job(self, source: str, job_id: str | None = None) -> dict[str, Any]:
-        """A sandbox job grading ``source`` against this problem's hidden tests."""
-        job: dict[str, Any] = {"id": job_id or self.id, "source": source, "test_mode": self.test_mode,
-                               "crate_name": self.crate_name, "edition": self.edition}  # fmt: skip
-        if self.opt_level:
-            job["opt_level"] = self.opt_level
+    def job(self, source: str, job_id: str | None = None) -> Job:
+        """A validated sandbox job grading ``source`` against this problem's hidden tests; raises
+        :class:`reward_sandbox.InvalidJob` naming the problem and the field when it cannot be one."""
+        from reward_sandbox import Job
+
+        record: dict[str, Any] = {
+            "id": job_id or self.id,
+            "source": source,
+            "test_mode": self.test_mode,
+            "crate_name": self.crate_name,
+            "edition": self.edition,
+            "opt_level": self.opt_level,
+        }
         if self.tests.strip():
-            job.update(tests=self.tests, include_ignored=self.include_ignored)
+            record.update(tests=self.tests, include_ignored=self.include_ignored)
         else:
-            job["test_mode"] = "unit"
-        return job
+            record["test_mode"] = "unit"
+        return Job.from_dict(record)
+
+    def job_or_invalid(self, source: str, job_id: str | None = None) -> Job | InvalidJob:
+        """:meth:`job`, or the error as an item the grader reports as ``invalid_input`` in its place,
+        so one bad record never stops a batch."""
+        from reward_sandbox import InvalidJob
+
+        try:
+            return self.job(source, job_id)
+        except InvalidJob as exc:
+            return exc
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +72,7 @@ class Problem:
 
 # The Problem fields a grading job needs; they travel as dataset columns to the reward functions.
 JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level")
-_JOB_DEFAULTS = {f.name: f.default for f in fields(Problem) if f.name in JOB_COLUMNS}
+_JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Problem) if f.name in JOB_COLUMNS}
 
 
 def job_columns(problems: list[Problem | None]) -> dict[str, list[Any]]:
@@ -88,7 +108,11 @@ def normalize(record: Any, where: str) -> Problem:
         signature = ""
     else:
         prompt, problem_id = _text(record.get("prompt")), record.get("id")
-        solution, tests, signature = _text(record.get("solution")), _text(record.get("tests")), _text(record.get("signature"))
+        solution, tests, signature = (
+            _text(record.get("solution")),
+            _text(record.get("tests")),
+            _text(record.get("signature")),
+        )
     if problem_id is None or str(problem_id) == "":
         raise DataError(f"{where}: missing 'id' (or Oxen's 'task_id')")
     if not prompt.strip():
@@ -97,11 +121,17 @@ def normalize(record: Any, where: str) -> Problem:
     if mode not in ("unit", "integration", "main"):
         raise DataError(f"{where} (id={problem_id}): test_mode must be unit, integration or main, got {mode!r}")
     return Problem(
-        id=str(problem_id), prompt=prompt, signature=signature, solution=solution, tests=tests,
-        test_mode=mode, crate_name=record.get("crate_name") or "solution",
-        include_ignored=bool(record.get("include_ignored", False)), edition=str(record.get("edition") or "2021"),
+        id=str(problem_id),
+        prompt=prompt,
+        signature=signature,
+        solution=solution,
+        tests=tests,
+        test_mode=mode,
+        crate_name=record.get("crate_name") or "solution",
+        include_ignored=bool(record.get("include_ignored", False)),
+        edition=str(record.get("edition") or "2021"),
         opt_level=int(record.get("opt_level") or 0),
-    )  # fmt: skip
+    )
 
 
 def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
@@ -117,7 +147,9 @@ def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
                     try:
                         out.append((f"{path.name}:{number}", json.loads(line)))
                     except json.JSONDecodeError as exc:
-                        out.append((f"{path.name}:{number}", DataError(f"{path.name}:{number}: not valid JSON ({exc.msg})")))
+                        out.append(
+                            (f"{path.name}:{number}", DataError(f"{path.name}:{number}: not valid JSON ({exc.msg})"))
+                        )
         return out
     if path.suffix == ".parquet":
         if not path.exists():
@@ -132,7 +164,9 @@ def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
     return [(f"{spec}[{split}] row {i}", r) for i, r in enumerate(dataset)]
 
 
-def load_problems(spec: str, split: str = "train", max_rows: int = 0, shuffle_seed: int = -1, strict: bool = False) -> list[Problem]:
+def load_problems(
+    spec: str, split: str = "train", max_rows: int = 0, shuffle_seed: int = -1, strict: bool = False
+) -> list[Problem]:
     """Problems from ``spec``. Bad records are reported by location and skipped (or raise, if strict)."""
     problems, errors = [], []
     for where, record in read_records(spec, split):

@@ -22,5 +22,7 @@ def run_demo(out: Path, steps: int = 8, config: Path = DEMO_CONFIG) -> dict[str,
     for key in keys:
         if key in first:
             print(f"  {key:<22} step {first['step']}: {first[key]:.3f}   step {last['step']}: {last[key]:.3f}")
-    print(f"  metrics: {out / 'metrics.jsonl'}\n  samples: {out / 'samples.jsonl'}\n  curves:  {out / 'training_curves.png'}")
+    print(
+        f"  metrics: {out / 'metrics.jsonl'}\n  samples: {out / 'samples.jsonl'}\n  curves:  {out / 'training_curves.png'}"
+    )
     return {k: last[k] for k in keys if k in last}

@@ -31,8 +31,13 @@ def _batches(items: list[Problem], size: int) -> Iterator[list[Problem]]:
         yield items[i : i + size]
 
 
-def generate_hf(model_path: str, problems: list[Problem], s: SamplingSettings, system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-                adapter: str | None = None) -> list[Completion]:  # fmt: skip
+def generate_hf(
+    model_path: str,
+    problems: list[Problem],
+    s: SamplingSettings,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    adapter: str | None = None,
+) -> list[Completion]:
     import torch
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -43,7 +48,7 @@ def generate_hf(model_path: str, problems: list[Problem], s: SamplingSettings, s
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype="auto").to(device)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype="auto").to(device)  # type: ignore[arg-type]
     if adapter:
         from peft import PeftModel
 
@@ -51,13 +56,21 @@ def generate_hf(model_path: str, problems: list[Problem], s: SamplingSettings, s
     model.eval()
     out: list[Completion] = []
     for batch in tqdm(list(_batches(problems, s.batch_problems)), desc="generating", unit="batch"):
-        texts = [tokenizer.apply_chat_template(chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True) for p in batch]
+        texts = [
+            tokenizer.apply_chat_template(chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True)
+            for p in batch
+        ]
         inputs = tokenizer(texts, return_tensors="pt", padding=True).to(device)
         with torch.no_grad():
             generated = model.generate(
-                **inputs, do_sample=s.temperature > 0, temperature=max(s.temperature, 1e-5), top_p=s.top_p,
-                max_new_tokens=s.max_new_tokens, num_return_sequences=s.samples, pad_token_id=tokenizer.pad_token_id,
-            )  # fmt: skip
+                **inputs,
+                do_sample=s.temperature > 0,
+                temperature=max(s.temperature, 1e-5),
+                top_p=s.top_p,
+                max_new_tokens=s.max_new_tokens,
+                num_return_sequences=s.samples,
+                pad_token_id=tokenizer.pad_token_id,
+            )
         new_tokens = generated[:, inputs["input_ids"].shape[1] :]
         decoded = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         for i, text in enumerate(decoded):
@@ -65,14 +78,21 @@ def generate_hf(model_path: str, problems: list[Problem], s: SamplingSettings, s
     return out
 
 
-def generate_vllm(model_path: str, problems: list[Problem], s: SamplingSettings, system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-                  adapter: str | None = None) -> list[Completion]:  # fmt: skip
+def generate_vllm(
+    model_path: str,
+    problems: list[Problem],
+    s: SamplingSettings,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    adapter: str | None = None,
+) -> list[Completion]:
     try:
         from vllm import LLM, SamplingParams
     except ImportError as exc:
         raise RuntimeError("--backend vllm needs vLLM and a CUDA GPU: pip install -e '.[vllm]'") from exc
     llm = LLM(model=model_path, seed=s.seed, enable_lora=adapter is not None)
-    params = SamplingParams(n=s.samples, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed)
+    params = SamplingParams(
+        n=s.samples, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed
+    )
     chats = [chat_prompt(p, system_prompt) for p in problems]
     kwargs: dict[str, Any] = {}
     if adapter:
@@ -83,7 +103,9 @@ def generate_vllm(model_path: str, problems: list[Problem], s: SamplingSettings,
     return [Completion(p.id, o.text, j) for p, result in zip(problems, outputs) for j, o in enumerate(result.outputs)]
 
 
-def generate(backend: str, model_path: str, problems: list[Problem], settings: SamplingSettings, **kwargs: Any) -> list[Completion]:
+def generate(
+    backend: str, model_path: str, problems: list[Problem], settings: SamplingSettings, **kwargs: Any
+) -> list[Completion]:
     if backend == "hf":
         return generate_hf(model_path, problems, settings, **kwargs)
     if backend == "vllm":

@@ -51,24 +51,48 @@ def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
             continue
         crate = cargo.get("package", {}).get("name", slug).replace("-", "_")
         docs = [exercise / ".docs" / name for name in ("instructions.md", "instructions.append.md")]
-        prompt = "\n\n".join(d.read_text().strip() for d in docs if d.exists()) or f"Solve the Exercism exercise {slug}."
+        prompt = (
+            "\n\n".join(d.read_text().strip() for d in docs if d.exists()) or f"Solve the Exercism exercise {slug}."
+        )
         stub = exercise / "src" / "lib.rs"
-        problems.append(Problem(
-            id=f"exercism/{slug}", prompt=prompt + f"\n\nImplement the library crate `{crate}` (src/lib.rs).",
-            signature=stub.read_text() if stub.exists() else "", solution=example.read_text(), tests=tests[0].read_text(),
-            test_mode="integration", crate_name=crate, include_ignored=True,
-            edition=str(cargo.get("package", {}).get("edition", "2021")),
-        ))  # fmt: skip
+        problems.append(
+            Problem(
+                id=f"exercism/{slug}",
+                prompt=prompt + f"\n\nImplement the library crate `{crate}` (src/lib.rs).",
+                signature=stub.read_text() if stub.exists() else "",
+                solution=example.read_text(),
+                tests=tests[0].read_text(),
+                test_mode="integration",
+                crate_name=crate,
+                include_ignored=True,
+                edition=str(cargo.get("package", {}).get("edition", "2021")),
+            )
+        )
     return problems, skipped
 
 
 def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
     if record.get("extra_src_files"):
-        raise DataError(f"{record['slug']}: needs extra source files {sorted(record['extra_src_files'])} (multi-file crates are not supported)")
-    edition = tomllib.loads(record["cargo_toml"]).get("package", {}).get("edition", "2021") if record.get("cargo_toml") else "2021"
-    return Problem(edition=str(edition), opt_level=2 if record.get("test_in_release_mode") else 0, id=record.get("id") or f"exercism/{record['slug']}", prompt=record["prompt"], signature=record.get("stub", ""),
-                   solution=record.get("solution", ""), tests=record["tests"], test_mode="integration",
-                   crate_name=record.get("crate_name", record["slug"]).replace("-", "_"), include_ignored=True)  # fmt: skip
+        raise DataError(
+            f"{record['slug']}: needs extra source files {sorted(record['extra_src_files'])} (multi-file crates are not supported)"
+        )
+    edition = (
+        tomllib.loads(record["cargo_toml"]).get("package", {}).get("edition", "2021")
+        if record.get("cargo_toml")
+        else "2021"
+    )
+    return Problem(
+        edition=str(edition),
+        opt_level=2 if record.get("test_in_release_mode") else 0,
+        id=record.get("id") or f"exercism/{record['slug']}",
+        prompt=record["prompt"],
+        signature=record.get("stub", ""),
+        solution=record.get("solution", ""),
+        tests=record["tests"],
+        test_mode="integration",
+        crate_name=record.get("crate_name", record["slug"]).replace("-", "_"),
+        include_ignored=True,
+    )
 
 
 def _from_multipl_e(record: dict[str, Any]) -> Problem:
@@ -78,15 +102,27 @@ def _from_multipl_e(record: dict[str, Any]) -> Problem:
     tests = record["tests"].lstrip()
     if tests.startswith("}"):  # MultiPL-E's tests close the function the prompt opened
         tests = tests[1:]
-    return Problem(id=str(record.get("name") or record["task_id"]), prompt=f"Complete this Rust function:\n```rust\n{prompt.rstrip()}\n```",
-                   signature=signature, solution=record.get("canonical_solution", "") or "", tests=tests, test_mode="main")  # fmt: skip
+    return Problem(
+        id=str(record.get("name") or record["task_id"]),
+        prompt=f"Complete this Rust function:\n```rust\n{prompt.rstrip()}\n```",
+        signature=signature,
+        solution=record.get("canonical_solution", "") or "",
+        tests=tests,
+        test_mode="main",
+    )
 
 
 def _from_humaneval(record: dict[str, Any]) -> Problem:
     declaration = record.get("declaration", "")
     solution = (declaration + record["canonical_solution"]) if record.get("canonical_solution") else ""
-    return Problem(id=str(record["task_id"]), prompt=record["prompt"], signature=declaration.strip().rstrip("{").strip(),
-                   solution=solution, tests=record["test"], test_mode="unit")  # fmt: skip
+    return Problem(
+        id=str(record["task_id"]),
+        prompt=record["prompt"],
+        signature=declaration.strip().rstrip("{").strip(),
+        solution=solution,
+        tests=record["test"],
+        test_mode="unit",
+    )
 
 
 _CONVERTERS = {"exercism-jsonl": _from_exercism_jsonl, "multipl-e": _from_multipl_e, "humaneval": _from_humaneval}

@@ -59,4 +59,3 @@ def replace_bodies(code: str, body: str) -> str:
         pos = close + 1
     out.append(code[pos:])
     return "".join(out)
-

@@ -64,6 +64,11 @@ def parse_completion(text: str) -> ParsedCompletion:
     if thinks and not think:
         problems.append("empty <think> block")
     return ParsedCompletion(
-        think=think, code=code.strip("\n") + "\n" if code else None, rust_blocks=len(rust), other_blocks=others,
-        think_first=think_first, format_ok=format_ok, problems=tuple(problems),
-    )  # fmt: skip
+        think=think,
+        code=code.strip("\n") + "\n" if code else None,
+        rust_blocks=len(rust),
+        other_blocks=others,
+        think_first=think_first,
+        format_ok=format_ok,
+        problems=tuple(problems),
+    )

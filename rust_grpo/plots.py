@@ -8,13 +8,26 @@ from .callbacks import read_metrics
 
 PANELS = [
     ("Total reward", ["reward"]),
-    ("Reward components", ["rewards/format/mean", "rewards/code_block/mean", "rewards/tests_present/mean",
-                           "rewards/build/mean", "rewards/clippy/mean", "rewards/own_tests/mean", "rewards/hidden_tests/mean"]),
-    ("Pass rates", ["rates/format", "rates/build", "rates/clippy_clean", "rates/own_tests_pass", "rates/hidden_tests_pass"]),
+    (
+        "Reward components",
+        [
+            "rewards/format/mean",
+            "rewards/code_block/mean",
+            "rewards/tests_present/mean",
+            "rewards/build/mean",
+            "rewards/clippy/mean",
+            "rewards/own_tests/mean",
+            "rewards/hidden_tests/mean",
+        ],
+    ),
+    (
+        "Pass rates",
+        ["rates/format", "rates/build", "rates/clippy_clean", "rates/own_tests_pass", "rates/hidden_tests_pass"],
+    ),
     ("Loss / KL", ["loss", "kl"]),
     ("Completion length", ["completions/mean_length"]),
     ("Time in rewards (share of step)", ["time/reward_share"]),
-]  # fmt: skip
+]
 
 
 def plot_run(run_dir: Path, out: Path | None = None) -> Path:

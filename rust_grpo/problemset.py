@@ -47,8 +47,13 @@ def parse_source(text: str, origin: str) -> list[Problem]:
         if missing or not prompt:
             raise DataError(f"{origin}: problem {problem_id}: missing {sorted(missing) or ['prompt']}")
         problems.append(
-            Problem(id=problem_id, prompt=prompt, signature=sections["signature"].strip(),
-                    solution=sections["solution"].rstrip() + "\n", tests=render_tests(sections["tests"]))
+            Problem(
+                id=problem_id,
+                prompt=prompt,
+                signature=sections["signature"].strip(),
+                solution=sections["solution"].rstrip() + "\n",
+                tests=render_tests(sections["tests"]),
+            )
         )
     return problems
 

@@ -6,8 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-RATE_LABELS = {"format": "format ok", "build": "builds", "clippy_clean": "clippy clean", "own_tests": "own tests pass",
-               "hidden_tests": "hidden tests pass"}  # fmt: skip
+RATE_LABELS = {
+    "format": "format ok",
+    "build": "builds",
+    "clippy_clean": "clippy clean",
+    "own_tests": "own tests pass",
+    "hidden_tests": "hidden tests pass",
+}
 
 
 def _pct(x: float | None) -> str:
@@ -15,8 +20,14 @@ def _pct(x: float | None) -> str:
 
 
 def markdown(summary: dict[str, Any], title: str) -> str:
-    lines = [f"# {title}", "", f"{summary['problems']} problems, {summary['samples']} samples "
-             f"({summary['samples_per_problem']} per problem).", "", "| metric | value |", "|---|---|"]  # fmt: skip
+    lines = [
+        f"# {title}",
+        "",
+        f"{summary['problems']} problems, {summary['samples']} samples ({summary['samples_per_problem']} per problem).",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
     for key, label in RATE_LABELS.items():
         lines.append(f"| {label} (all samples) | {_pct(summary['rates'][key])} |")
     for key, value in summary["hidden"].items():
@@ -24,7 +35,9 @@ def markdown(summary: dict[str, Any], title: str) -> str:
     lines += ["", "Statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())), ""]
     lines += ["| problem | samples | build | clippy | own tests | hidden pass |", "|---|---|---|---|---|---|"]
     for pid, row in summary["per_problem"].items():
-        lines.append(f"| {pid} | {row['samples']} | {row['build']} | {row['clippy_clean']} | {row['own_tests']} | {row['hidden_pass']} |")
+        lines.append(
+            f"| {pid} | {row['samples']} | {row['build']} | {row['clippy_clean']} | {row['own_tests']} | {row['hidden_pass']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -53,11 +66,20 @@ def plot_summary(summary: dict[str, Any], path: Path, title: str) -> Path:
     return path
 
 
-def write_report(out_dir: Path, records: list[dict[str, Any]], summary: dict[str, Any], title: str,
-                 meta: dict[str, Any] | None = None) -> dict[str, Path]:  # fmt: skip
+def write_report(
+    out_dir: Path,
+    records: list[dict[str, Any]],
+    summary: dict[str, Any],
+    title: str,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"results": out_dir / "results.jsonl", "report": out_dir / "report.json", "markdown": out_dir / "report.md",
-             "plot": out_dir / "report.png"}  # fmt: skip
+    paths = {
+        "results": out_dir / "results.jsonl",
+        "report": out_dir / "report.json",
+        "markdown": out_dir / "report.md",
+        "plot": out_dir / "report.png",
+    }
     with open(paths["results"], "w", encoding="utf-8") as fh:
         for r in records:
             fh.write(json.dumps(r) + "\n")
@@ -71,13 +93,18 @@ def compare(a: dict[str, Any], b: dict[str, Any], name_a: str = "A", name_b: str
     """A Markdown table of two reports' headline numbers, with deltas and per-problem flips."""
     lines = [f"| metric | {name_a} | {name_b} | delta |", "|---|---|---|---|"]
     rows = [(RATE_LABELS[k], a["rates"].get(k), b["rates"].get(k)) for k in RATE_LABELS]
-    rows += [(f"hidden {k}", a["hidden"].get(k), b["hidden"].get(k)) for k in sorted(set(a["hidden"]) | set(b["hidden"]))]
+    rows += [
+        (f"hidden {k}", a["hidden"].get(k), b["hidden"].get(k)) for k in sorted(set(a["hidden"]) | set(b["hidden"]))
+    ]
     for label, x, y in rows:
         delta = "n/a" if x is None or y is None else f"{100 * (y - x):+.1f} pts"
         lines.append(f"| {label} | {_pct(x)} | {_pct(y)} | {delta} |")
     common = sorted(set(a["per_problem"]) & set(b["per_problem"]))
     gained = [p for p in common if not a["per_problem"][p]["hidden_pass"] and b["per_problem"][p]["hidden_pass"]]
     lost = [p for p in common if a["per_problem"][p]["hidden_pass"] and not b["per_problem"][p]["hidden_pass"]]
-    lines += ["", f"{len(common)} problems in both. Solved only by {name_b}: {', '.join(gained) or 'none'}. "
-              f"Solved only by {name_a}: {', '.join(lost) or 'none'}."]  # fmt: skip
+    lines += [
+        "",
+        f"{len(common)} problems in both. Solved only by {name_b}: {', '.join(gained) or 'none'}. "
+        f"Solved only by {name_a}: {', '.join(lost) or 'none'}.",
+    ]
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ Own tests earn credit only when they would catch a wrong program (see ``mutants.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -17,9 +18,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from reward_sandbox import Result, Status
+from reward_sandbox import GraderLike, InvalidJob, Job, Result, Status, TestMode
+from reward_sandbox.results import invalid_result
 
 from .audit import CodeAudit, audit_code
 from .data import Problem, problem_from_columns
@@ -29,12 +31,6 @@ from .parsing import ParsedCompletion, completion_text, parse_completion
 log = logging.getLogger("rust_grpo")
 
 REWARD_NAMES = ("format", "code_block", "tests_present", "build", "clippy", "own_tests", "hidden_tests")
-
-
-class GraderLike(Protocol):
-    """A local :class:`reward_sandbox.Grader` or the HTTP client share this shape."""
-
-    def grade(self, items: Sequence[Any]) -> list[Result]: ...
 
 
 @dataclass(frozen=True)
@@ -51,7 +47,7 @@ class Evaluation:
     def unknown(self) -> bool:
         """The sandbox could not grade this completion (its fault, not the program's)."""
         results = ([self.result] if self.result is not None else []) + list(self.mutant_results)
-        return any(not r.status.is_program_verdict for r in results)
+        return any(r.status is Status.SANDBOX_ERROR for r in results)
 
     @property
     def catching_tests(self) -> frozenset[str]:
@@ -97,15 +93,22 @@ class Evaluation:
 class RewardContext:
     """Grades each batch once and remembers it, keyed by the batch's completions and tests."""
 
-    def __init__(self, grader: GraderLike, min_tests: int = 2, samples_path: Path | None = None,
-                 samples_every: int = 1, samples_per_step: int = 4, timeout_s: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        grader: GraderLike,
+        min_tests: int = 2,
+        samples_path: Path | None = None,
+        samples_every: int = 1,
+        samples_per_step: int = 4,
+        timeout_s: float | None = None,
+    ) -> None:
         self.grader = grader
         self.min_tests = min_tests
         self.timeout_s = timeout_s
         self.samples_path = samples_path
         self.samples_every = samples_every
         self.samples_per_step = samples_per_step
-        self._memo: OrderedDict[tuple, list[Evaluation]] = OrderedDict()
+        self._memo: OrderedDict[tuple[Any, ...], list[Evaluation]] = OrderedDict()
         self._lock = threading.Lock()
         self.sandbox_seconds = 0.0  # total wall time spent grading (for the step-time share)
 
@@ -129,48 +132,79 @@ class RewardContext:
         parsed = [parse_completion(t) for t in texts]
         audits = [audit_code(p.code) if p.code else None for p in parsed]
         start = time.monotonic()
-        programs = {i: rows[i].job(p.code, str(i)) for i, p in enumerate(parsed) if p.code is not None}
+        programs: dict[int, Job | InvalidJob] = {}
+        for i, p in enumerate(parsed):
+            if p.code is not None:
+                try:
+                    programs[i] = rows[i].job(p.code, str(i))
+                except InvalidJob as exc:  # e.g. a NUL byte in the code: the completion's fault, graded as invalid
+                    programs[i] = exc
         results = self._grade_jobs(programs)
         # Wrong versions, for programs whose own tests pass: the `default` one where it builds (one
         # extra grading), else the `todo` one (a third round, for those few).
-        owners = [i for i, r in results.items() if r.tests.own.passed and audits[i] is not None and audits[i].tests]  # type: ignore[union-attr]
+        owners = [
+            i for i, r in results.items() if r.tests.own.passed and (audit := audits[i]) is not None and audit.tests
+        ]
         mutant_results: dict[tuple[int, str], Result] = {}
         for kind in BODIES:
-            round_jobs = {(i, kind): self._mutant_job(programs[i], replace_bodies(parsed[i].code or "", BODIES[kind]), f"{i}:{kind}")
-                          for i in owners}  # fmt: skip
+            round_jobs: dict[Any, Job | InvalidJob] = {
+                (i, kind): self._mutant_job(
+                    programs[i], replace_bodies(parsed[i].code or "", BODIES[kind]), f"{i}:{kind}"
+                )
+                for i in owners
+            }
             mutant_results.update(self._grade_jobs(round_jobs))
-            owners = [i for i in owners if not mutant_results[(i, kind)].build.ok and mutant_results[(i, kind)].status.is_program_verdict]
+            owners = [
+                i
+                for i in owners
+                if not mutant_results[(i, kind)].build.ok
+                and mutant_results[(i, kind)].status is not Status.SANDBOX_ERROR
+            ]
         self.sandbox_seconds += time.monotonic() - start
         evaluations = [
-            Evaluation(parsed=p, audit=audits[i], result=results.get(i), has_hidden=bool(rows[i].tests.strip()),
-                       mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i))
+            Evaluation(
+                parsed=p,
+                audit=audits[i],
+                result=results.get(i),
+                has_hidden=bool(rows[i].tests.strip()),
+                mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i),
+            )
             for i, p in enumerate(parsed)
         ]
         self._write_samples(texts, evaluations, columns)
         return evaluations
 
     @staticmethod
-    def _mutant_job(program: dict[str, Any], source: str, job_id: str) -> dict[str, Any]:
+    def _mutant_job(program: Job | InvalidJob, source: str, job_id: str) -> Job | InvalidJob:
         """The program's job with a wrong version of its code and only its own tests."""
-        job = {**program, "id": job_id, "source": source, "test_mode": "unit"}
-        for key in ("tests", "include_ignored"):
-            job.pop(key, None)
-        return job
+        if isinstance(program, InvalidJob):
+            return program
+        return dataclasses.replace(
+            program, id=job_id, source=source, tests="", test_mode=TestMode.UNIT, include_ignored=False
+        )
 
-    def _grade_jobs(self, jobs: dict[Any, dict[str, Any]]) -> dict[Any, Result]:
-        """Grade ``jobs`` in one parallel pass; a grader that fails turns them all into sandbox errors."""
-        if not jobs:
-            return {}
-        listed = list(jobs.values())
-        for job in listed:
-            if self.timeout_s:
-                job["timeout_s"] = self.timeout_s
-        try:
-            graded = self.grader.grade(listed)
-        except Exception as exc:  # noqa: BLE001 - a dead reward server must not crash the run
-            log.error("reward grading failed for a batch of %d programs (%s); their rewards are None", len(listed), exc)
-            graded = [Result(id=j["id"], status=Status.SANDBOX_ERROR, reason=str(exc)) for j in listed]
-        return dict(zip(jobs, graded))
+    def _grade_jobs(self, jobs: dict[Any, Job | InvalidJob]) -> dict[Any, Result]:
+        """Grade ``jobs`` in one parallel pass; a grader that fails turns them all into sandbox errors.
+        Invalid jobs never reach the grader: they are ``invalid_input`` results (the completion's fault)."""
+        valid = {key: job for key, job in jobs.items() if isinstance(job, Job)}
+        results = {
+            key: invalid_result(job.job_id or str(key), str(job))
+            for key, job in jobs.items()
+            if isinstance(job, InvalidJob)
+        }
+        if self.timeout_s:
+            valid = {key: dataclasses.replace(job, timeout_s=self.timeout_s) for key, job in valid.items()}
+        if valid:
+            listed = list(valid.values())
+            try:
+                graded = self.grader.grade(listed)
+            except Exception as exc:  # noqa: BLE001 - a dead reward server must not crash the run
+                log.error(
+                    "reward grading failed for a batch of %d programs (%s); their rewards are None", len(listed), exc
+                )
+                graded = [Result(id=j.id, status=Status.SANDBOX_ERROR, reason=str(exc)) for j in listed]
+            results.update(zip(valid, graded))
+        return results
 
     def _write_samples(self, texts: list[str], evaluations: list[Evaluation], columns: dict[str, Any]) -> None:
         state = columns.get("trainer_state")
@@ -182,8 +216,13 @@ class RewardContext:
         with open(self.samples_path, "a", encoding="utf-8") as fh:
             for i in range(min(self.samples_per_step, len(texts))):
                 e = evaluations[i]
-                record = {"step": step, "id": ids[i], "completion": texts[i], "status": e.result.status.value if e.result else "no_code",
-                          "rewards": reward_values(e, self.min_tests)}  # fmt: skip
+                record = {
+                    "step": step,
+                    "id": ids[i],
+                    "completion": texts[i],
+                    "status": e.result.status.value if e.result else "no_code",
+                    "rewards": reward_values(e, self.min_tests),
+                }
                 fh.write(json.dumps(record) + "\n")
 
 
@@ -270,7 +309,9 @@ class RewardFunction:
         self.context = context
         self.log_rates = log_rates
 
-    def __call__(self, prompts: list[Any], completions: list[Any], completion_ids: list[Any] | None = None, **columns: Any) -> list[float | None]:
+    def __call__(
+        self, prompts: list[Any], completions: list[Any], completion_ids: list[Any] | None = None, **columns: Any
+    ) -> list[float | None]:
         evaluations = self.context.evaluate(completions, columns)
         if self.log_rates and callable(columns.get("log_metric")):
             for name, value in batch_metrics(evaluations).items():
@@ -305,11 +346,15 @@ def batch_metrics(evaluations: Sequence[Evaluation]) -> dict[str, float]:
         "sandbox/mutant_gradings": float(sum(len(e.mutant_results) for e in evaluations)),
         "rewards/catching_tests": sum(len(e.catching_tests) for e in evaluations) / n,
         "hacks/flagged": float(sum(e.audit is not None and e.audit.hacked for e in evaluations)),
-        "hacks/trivial_tests": float(sum(len(e.audit.tests) - e.audit.meaningful_tests for e in evaluations if e.audit)),
+        "hacks/trivial_tests": float(
+            sum(len(e.audit.tests) - e.audit.meaningful_tests for e in evaluations if e.audit)
+        ),
     }
 
 
-def build_reward_functions(context: RewardContext, weights: dict[str, float]) -> tuple[list[RewardFunction], list[float]]:
+def build_reward_functions(
+    context: RewardContext, weights: dict[str, float]
+) -> tuple[list[RewardFunction], list[float]]:
     """All components in a fixed order with their weights (weight 0 = logged diagnostic)."""
     funcs = [RewardFunction(name, context, log_rates=(i == 0)) for i, name in enumerate(REWARD_NAMES)]
     return funcs, [float(weights.get(name, 0.0)) for name in REWARD_NAMES]

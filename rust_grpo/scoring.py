@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reward_sandbox import GraderLike
+
 from .data import DataError, Problem, job_columns
 from .passk import pass_at_k
-from .rewards import REWARD_NAMES, Evaluation, GraderLike, RewardContext, reward_values
+from .rewards import REWARD_NAMES, Evaluation, RewardContext, reward_values
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,9 @@ def read_completions(path: Path) -> tuple[list[Completion], list[str]]:
     return out, errors
 
 
-def score_completions(completions: list[Completion], problems: dict[str, Problem], grader: GraderLike,
-                      min_tests: int = 2) -> list[dict[str, Any]]:  # fmt: skip
+def score_completions(
+    completions: list[Completion], problems: dict[str, Problem], grader: GraderLike, min_tests: int = 2
+) -> list[dict[str, Any]]:
     """One record per completion with its verdicts and every reward component."""
     unknown = sorted({c.problem_id for c in completions if problems and c.problem_id not in problems})
     if unknown and len(unknown) == len({c.problem_id for c in completions}):
@@ -62,7 +65,10 @@ def score_completions(completions: list[Completion], problems: dict[str, Problem
     columns = job_columns([problems.get(c.problem_id) for c in completions])
     context = RewardContext(grader, min_tests=min_tests)
     evaluations = context.evaluate([c.text for c in completions], columns)
-    return [_record(c, e, min_tests, known=not problems or c.problem_id in problems) for c, e in zip(completions, evaluations)]
+    return [
+        _record(c, e, min_tests, known=not problems or c.problem_id in problems)
+        for c, e in zip(completions, evaluations)
+    ]
 
 
 def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[str, Any]:
@@ -80,19 +86,26 @@ def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[s
         "own_tests_pass": e.own_tests_pass,
         "meaningful_tests": e.audit.meaningful_tests if e.audit else 0,
         "hack_flags": list(e.audit.flags) if e.audit else [],
-        "hidden_tests": {"passed": hidden.passed, "total": max(hidden.total, hidden.expected)} if hidden else {"passed": 0, "total": 0},
+        "hidden_tests": {"passed": hidden.passed, "total": max(hidden.total, hidden.expected)}
+        if hidden
+        else {"passed": 0, "total": 0},
         "hidden_pass": e.hidden_pass,
         "rewards": reward_values(e, min_tests),
         "catching_tests": sorted(e.catching_tests),
         "reason": r.reason if r else "; ".join(e.parsed.problems),
         "duration_s": r.duration_s if r else 0.0,
         "unknown_problem": not known,
-    }  # fmt: skip
+    }
     return record
 
 
-RATE_KEYS = {"format": "format_ok", "build": "build_ok", "clippy_clean": "clippy_clean", "own_tests": "own_tests_pass",
-             "hidden_tests": "hidden_pass"}  # fmt: skip
+RATE_KEYS = {
+    "format": "format_ok",
+    "build": "build_ok",
+    "clippy_clean": "clippy_clean",
+    "own_tests": "own_tests_pass",
+    "hidden_tests": "hidden_pass",
+}
 
 
 def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, Any]:
@@ -120,8 +133,16 @@ def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -
     for r in records:
         statuses[r["status"]] += 1
     mean_rewards = {name: _mean([r["rewards"][name] for r in records]) for name in REWARD_NAMES}
-    return {"samples": n, "problems": len(by_problem), "samples_per_problem": samples, "rates": rates, "hidden": pass_k,
-            "statuses": dict(statuses), "mean_rewards": mean_rewards, "per_problem": per_problem}  # fmt: skip
+    return {
+        "samples": n,
+        "problems": len(by_problem),
+        "samples_per_problem": samples,
+        "rates": rates,
+        "hidden": pass_k,
+        "statuses": dict(statuses),
+        "mean_rewards": mean_rewards,
+        "per_problem": per_problem,
+    }
 
 
 def _mean(values: list[float | None]) -> float | None:

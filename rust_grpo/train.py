@@ -27,25 +27,24 @@ def resolve_model_path(model: ModelConfig, problems: list[Problem] | None = None
         return str(base)
     from .warmstart import warm_start
 
-    digest = hashlib.sha256(json.dumps([[p.id, p.solution, p.tests] for p in problems] + [system_prompt, model.warm_start_steps])
-                            .encode()).hexdigest()[:12]  # fmt: skip
-    log.info("warm-starting the tiny model on %d reference answers (%d steps, cached)", len(problems), model.warm_start_steps)
-    return str(warm_start(base, problems, system_prompt, default_cache_dir() / f"tiny-warm-{digest}", steps=model.warm_start_steps))
+    digest = hashlib.sha256(
+        json.dumps([[p.id, p.solution, p.tests] for p in problems] + [system_prompt, model.warm_start_steps]).encode()
+    ).hexdigest()[:12]
+    log.info(
+        "warm-starting the tiny model on %d reference answers (%d steps, cached)", len(problems), model.warm_start_steps
+    )
+    return str(
+        warm_start(
+            base, problems, system_prompt, default_cache_dir() / f"tiny-warm-{digest}", steps=model.warm_start_steps
+        )
+    )
 
 
 def make_grader(reward: RewardConfig) -> Any:
     """A local sandbox pool, or the HTTP client when ``reward.server_url`` is set."""
-    if reward.server_url:
-        from reward_sandbox.client import RemoteGrader
+    from reward_sandbox import open_grader
 
-        return RemoteGrader(reward.server_url, token_env=reward.server_token_env, timeout_s=reward.server_timeout_s,
-                            retries=reward.server_retries)  # fmt: skip
-    from reward_sandbox import Grader, Limits
-    from reward_sandbox.cache import ResultCache
-
-    cache = ResultCache(Path(reward.cache_dir) if reward.cache_dir else None)
-    limits = Limits().with_run_timeout(reward.timeout_s)
-    return Grader(workers=reward.workers or None, isolation=reward.isolation, limits=limits, cache=cache)
+    return open_grader(reward.sandbox_settings())
 
 
 def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
@@ -54,17 +53,37 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
 
     t, v = cfg.train, cfg.vllm
     kwargs: dict[str, Any] = dict(
-        output_dir=t.output_dir, learning_rate=t.learning_rate, lr_scheduler_type=t.lr_scheduler_type,
-        warmup_steps=t.warmup_steps, num_train_epochs=t.num_train_epochs, max_steps=t.max_steps,
-        per_device_train_batch_size=t.per_device_train_batch_size, gradient_accumulation_steps=t.gradient_accumulation_steps,
-        num_generations=t.num_generations, max_completion_length=t.max_completion_length, temperature=t.temperature,
-        top_p=t.top_p, beta=t.beta, loss_type=t.loss_type, epsilon=t.epsilon, scale_rewards=t.scale_rewards,
-        mask_truncated_completions=t.mask_truncated_completions, num_iterations=t.num_iterations,
-        logging_steps=t.logging_steps, save_steps=t.save_steps, save_total_limit=t.save_total_limit, seed=t.seed,
-        use_cpu=t.use_cpu, bf16=t.bf16, report_to=t.report_to, log_completions=t.log_completions,
-        reward_weights=reward_weights, gradient_checkpointing=cfg.model.gradient_checkpointing,
-        remove_unused_columns=False, disable_tqdm=False,
-    )  # fmt: skip
+        output_dir=t.output_dir,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler_type,
+        warmup_steps=t.warmup_steps,
+        num_train_epochs=t.num_train_epochs,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.per_device_train_batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        num_generations=t.num_generations,
+        max_completion_length=t.max_completion_length,
+        temperature=t.temperature,
+        top_p=t.top_p,
+        beta=t.beta,
+        loss_type=t.loss_type,
+        epsilon=t.epsilon,
+        scale_rewards=t.scale_rewards,
+        mask_truncated_completions=t.mask_truncated_completions,
+        num_iterations=t.num_iterations,
+        logging_steps=t.logging_steps,
+        save_steps=t.save_steps,
+        save_total_limit=t.save_total_limit,
+        seed=t.seed,
+        use_cpu=t.use_cpu,
+        bf16=t.bf16,
+        report_to=t.report_to,
+        log_completions=t.log_completions,
+        reward_weights=reward_weights,
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
+        remove_unused_columns=False,
+        disable_tqdm=False,
+    )
     if t.epsilon_high:
         kwargs["epsilon_high"] = t.epsilon_high
     if t.generation_batch_size:
@@ -72,8 +91,11 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
     if v.enabled:
         kwargs.update(use_vllm=True, vllm_mode=v.mode)
         if v.mode == "colocate":
-            kwargs.update(vllm_gpu_memory_utilization=v.gpu_memory_utilization, vllm_tensor_parallel_size=v.tensor_parallel_size,
-                          vllm_enable_sleep_mode=v.enable_sleep_mode)  # fmt: skip
+            kwargs.update(
+                vllm_gpu_memory_utilization=v.gpu_memory_utilization,
+                vllm_tensor_parallel_size=v.tensor_parallel_size,
+                vllm_enable_sleep_mode=v.enable_sleep_mode,
+            )
         else:
             kwargs.update(vllm_server_timeout=v.server_timeout_s)
             if v.server_base_url:
@@ -88,8 +110,13 @@ def peft_config(lora: LoraSettings) -> Any:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
-                      task_type="CAUSAL_LM")  # fmt: skip
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
 
 
 def _dtype(name: str) -> Any:
@@ -110,7 +137,9 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         from trl.import_utils import is_vllm_available
 
         if not is_vllm_available():
-            raise RuntimeError("vllm.enabled needs vLLM and a CUDA GPU: pip install -e '.[vllm]' (or set vllm.enabled=false)")
+            raise RuntimeError(
+                "vllm.enabled needs vLLM and a CUDA GPU: pip install -e '.[vllm]' (or set vllm.enabled=false)"
+            )
     out = Path(cfg.train.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(cfg.to_json())
@@ -128,17 +157,26 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
     dataset = Dataset.from_list(to_training_rows(problems, cfg.data.system_prompt))
     grader = make_grader(cfg.reward)
-    context = RewardContext(grader, min_tests=cfg.reward.min_tests, samples_path=out / "samples.jsonl",
-                            samples_every=cfg.train.samples_every, samples_per_step=cfg.train.samples_per_step,
-                            timeout_s=cfg.reward.timeout_s)  # fmt: skip
+    context = RewardContext(
+        grader,
+        min_tests=cfg.reward.min_tests,
+        samples_path=out / "samples.jsonl",
+        samples_every=cfg.train.samples_every,
+        samples_per_step=cfg.train.samples_per_step,
+        timeout_s=cfg.reward.timeout_s,
+    )
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
     if reward_funcs is not None:  # benchmarks swap in their own objective
         funcs, weights = reward_funcs, [1.0] * len(reward_funcs)
     trainer = GRPOTrainer(
-        model=model, reward_funcs=funcs, args=grpo_args(cfg, weights), train_dataset=dataset,
-        processing_class=tokenizer, peft_config=peft_config(cfg.lora),
+        model=model,
+        reward_funcs=funcs,
+        args=grpo_args(cfg, weights),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(cfg.lora),
         callbacks=[MetricsJsonlCallback(out / "metrics.jsonl", context)],
-    )  # fmt: skip
+    )
     return trainer, context
 
 

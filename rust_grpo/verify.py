@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from reward_sandbox import Result, Status
+from reward_sandbox import InvalidJob, Job, Result, Status
 
 from .data import Problem
 from .mutants import BODIES, replace_bodies
@@ -31,8 +31,11 @@ class VerifyReport:
         return not self.failures
 
 
-def verify_jobs(problem: Problem) -> list[dict[str, Any]]:
-    return [problem.job(problem.solution, f"{problem.id}#reference"), problem.job(make_stub(problem.solution), f"{problem.id}#stub")]
+def verify_jobs(problem: Problem) -> list[Job | InvalidJob]:
+    return [
+        problem.job_or_invalid(problem.solution, f"{problem.id}#reference"),
+        problem.job_or_invalid(make_stub(problem.solution), f"{problem.id}#stub"),
+    ]
 
 
 def judge(problem: Problem, reference: Result, stub: Result, min_asserts: int = MIN_ASSERTS) -> list[str]:

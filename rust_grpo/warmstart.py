@@ -26,8 +26,16 @@ def reference_answer(problem: Problem) -> str:
     return f"<think>\nImplement {problem.signature.splitlines()[0] if problem.signature else problem.id}.\n</think>\n```rust\n{code}\n```"
 
 
-def warm_start(model_dir: Path, problems: list[Problem], system_prompt: str, out_dir: Path, steps: int = 300,
-               lr: float = 3e-3, batch_size: int = 4, seed: int = 0) -> Path:  # fmt: skip
+def warm_start(
+    model_dir: Path,
+    problems: list[Problem],
+    system_prompt: str,
+    out_dir: Path,
+    steps: int = 300,
+    lr: float = 3e-3,
+    batch_size: int = 4,
+    seed: int = 0,
+) -> Path:
     """Fine-tune ``model_dir`` on reference answers; the loss covers answer tokens only."""
     import torch
     from tqdm import tqdm
@@ -41,7 +49,9 @@ def warm_start(model_dir: Path, problems: list[Problem], system_prompt: str, out
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     examples = []
     for p in problems:
-        prompt = tokenizer.apply_chat_template(chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True)
+        prompt = tokenizer.apply_chat_template(
+            chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True
+        )
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         answer_ids = tokenizer(reference_answer(p) + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
         examples.append((prompt_ids, answer_ids))

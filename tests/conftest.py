@@ -29,7 +29,9 @@ def _reachable_toolchain_copy() -> None:
     hard-link copy where it can (no bytes copied), as the refusal message tells users to do."""
     if os.geteuid() != 0 or os.environ.get("REWARD_SANDBOX_RUSTC") or shutil.which("rustc") is None:
         return
-    sysroot = Path(subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=False).stdout.strip())
+    sysroot = Path(
+        subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=False).stdout.strip()
+    )
     if not sysroot.is_dir() or all(os.stat(p).st_mode & 0o001 for p in [sysroot, *sysroot.parents]):
         return
     copy = Path("/var/tmp/reward-sandbox-toolchain") / sysroot.name

@@ -136,7 +136,7 @@ def test_host_files_cannot_be_written(strict_grader):
 
 
 def test_huge_output_is_cut_off(strict_grader):
-    body = 'use std::io::Write;\nlet line = [b\'x\'; 4096];\nloop { std::io::stdout().write_all(&line).unwrap(); }'
+    body = "use std::io::Write;\nlet line = [b'x'; 4096];\nloop { std::io::stdout().write_all(&line).unwrap(); }"
     r = grade_one(strict_grader, **attack_job(body))
     assert r.status is Status.OUTPUT_LIMIT
     assert len(r.output_tail) <= 2000
@@ -315,7 +315,9 @@ def test_hidden_test_files_have_unguessable_names_and_no_nonce():
 def test_the_program_cannot_read_its_sources_or_binary_while_tests_run(strict_grader):
     """At run time the sources (hidden tests included) are gone and the binary is exec-only, so
     neither the hidden asserts nor the harness's internals can be read back."""
-    source = RIGHT + r"""
+    source = (
+        RIGHT
+        + r"""
 pub fn leaked() -> Vec<String> {
     let mut found = Vec::new();
     if std::fs::read("/proc/self/exe").is_ok() { found.push("/proc/self/exe".to_string()); }
@@ -331,6 +333,7 @@ pub fn leaked() -> Vec<String> {
     found
 }
 """
+    )
     tests = HIDDEN + '#[test]\nfn h3() { let _ = "HIDDEN_MARKER"; assert_eq!(leaked(), Vec::<String>::new()); }\n'
     r = grade_one(strict_grader, source=source, tests=tests)
     assert r.status is Status.OK and r.tests.hidden.passed == 3, (r.reason, r.output_tail)
@@ -339,7 +342,9 @@ pub fn leaked() -> Vec<String> {
 def test_a_forged_stream_without_the_nonce_is_not_trusted(strict_grader):
     """The attack that worked when the nonce sat in a file: list the tests, print a well-formed
     libtest stream for them, exit 0. Without the run-time nonce it is not a pass."""
-    source = WRONG + r"""
+    source = (
+        WRONG
+        + r"""
 pub fn forge() {
     use std::io::Write;
     let mut out = std::io::stdout();
@@ -355,6 +360,7 @@ pub fn forge() {
     std::process::exit(0);
 }
 """
+    )
     tests = "#[test]\nfn h1() { forge(); }\n#[test]\nfn h2() { forge(); }\n"
     r = grade_one(strict_grader, source=source, tests=tests)
     assert_no_hidden_pass(r)
@@ -364,7 +370,7 @@ pub fn forge() {
 @pytest.mark.parametrize(
     "own_tests",
     [
-        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn broken() { assert_eq!(answer(\"x\"), 4); }\n}\n",
+        '#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn broken() { assert_eq!(answer("x"), 4); }\n}\n',
         "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn wrong() { assert_eq!(answer(2), 5); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_exit() { std::process::exit(0); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_spin() { loop { std::hint::black_box(0); } }\n}\n",
@@ -526,7 +532,23 @@ def test_one_bad_record_never_loses_the_batch(strict_grader, tmp_path):
     assert "surrogate" in results[0].reason and "opt_level" in results[1].reason
     src, out = tmp_path / "jobs.jsonl", tmp_path / "out.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    cli = [sys.executable, "-m", "reward_sandbox.cli", "run", "-i", str(src), "-o", str(out), "--no-cache", "--isolation", "strict"]
+    cli = [
+        sys.executable,
+        "-m",
+        "reward_sandbox.cli",
+        "run",
+        "-i",
+        str(src),
+        "-o",
+        str(out),
+        "--no-cache",
+        "--isolation",
+        "strict",
+    ]
     proc = subprocess.run(cli, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == ["invalid_input", "invalid_input", "ok"]
+    assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == [
+        "invalid_input",
+        "invalid_input",
+        "ok",
+    ]

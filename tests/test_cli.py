@@ -21,8 +21,10 @@ def test_cli_grades_a_jsonl_file_and_keeps_bad_lines_in_place(tmp_path):
     out = tmp_path / "results.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "reward_sandbox.cli", "run", "-i", str(jobs), "-o", str(out), "-j", "2", "--no-cache"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in results] == ["a", "line-2", "c", "d"]

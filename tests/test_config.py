@@ -17,7 +17,12 @@ def test_presets_say_what_they_claim():
     oxen = load_config("configs/oxen-1.5b.toml")
     assert oxen.model.name_or_path == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
     assert (oxen.lora.r, oxen.lora.alpha, oxen.lora.target_modules) == (16, 64, "all-linear")
-    assert (oxen.train.num_generations, oxen.train.learning_rate, oxen.train.beta, oxen.train.loss_type) == (4, 5e-6, 0.04, "grpo")
+    assert (oxen.train.num_generations, oxen.train.learning_rate, oxen.train.beta, oxen.train.loss_type) == (
+        4,
+        5e-6,
+        0.04,
+        "grpo",
+    )
     modern = load_config("configs/modern-1.5b.toml")
     assert modern.vllm.enabled and modern.vllm.mode == "colocate"
     assert modern.train.epsilon_high > modern.train.epsilon and modern.train.loss_type == "dapo"
@@ -26,7 +31,9 @@ def test_presets_say_what_they_claim():
 
 
 def test_overrides_are_typed_toml_values():
-    cfg = load_config("configs/tiny-cpu.toml", ["train.learning_rate=1e-5", "train.output_dir=/tmp/x", "reward.weights={build=3}"])
+    cfg = load_config(
+        "configs/tiny-cpu.toml", ["train.learning_rate=1e-5", "train.output_dir=/tmp/x", "reward.weights={build=3}"]
+    )
     assert cfg.train.learning_rate == 1e-5
     assert cfg.train.output_dir == "/tmp/x"
     assert cfg.reward.weights["build"] == 3.0 and cfg.reward.weights["format"] == 0.5
@@ -43,6 +50,9 @@ def test_overrides_are_typed_toml_values():
         (["reward.weights={speed=1}"], "unknown reward(s) ['speed']"),
         (["vllm.mode=remote"], "vllm.mode must be colocate or server"),
         (["reward.isolation=none"], "reward.isolation must be"),
+        (["reward.timeout_s=400"], "reward.timeout_s: the test timeout must be in (0, 300]"),
+        (["reward.timeout_s=0"], "reward.timeout_s"),
+        (["reward.workers=-1"], "reward.workers must be 0"),
         (["learning_rate=1"], "use section.key=value"),
     ],
 )

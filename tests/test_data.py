@@ -16,10 +16,24 @@ def write_jsonl(path, rows):
 
 
 def test_our_schema_and_oxens_are_both_read(tmp_path):
-    path = write_jsonl(tmp_path / "mixed.jsonl", [
-        {"id": "a", "prompt": "Add.", "signature": "pub fn add(a: i32, b: i32) -> i32", "solution": "x", "tests": "t"},
-        {"task_id": 7, "rust_prompt": "Sub.", "rust_code": "fn sub() {}", "rust_test_list": ["#[test] fn a() {}", "#[test] fn b() {}"]},
-    ])  # fmt: skip
+    path = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            {
+                "id": "a",
+                "prompt": "Add.",
+                "signature": "pub fn add(a: i32, b: i32) -> i32",
+                "solution": "x",
+                "tests": "t",
+            },
+            {
+                "task_id": 7,
+                "rust_prompt": "Sub.",
+                "rust_code": "fn sub() {}",
+                "rust_test_list": ["#[test] fn a() {}", "#[test] fn b() {}"],
+            },
+        ],
+    )
     a, b = load_problems(str(path))
     assert (a.id, a.signature, a.tests) == ("a", "pub fn add(a: i32, b: i32) -> i32", "t")
     assert (b.id, b.prompt, b.solution) == ("7", "Sub.", "fn sub() {}")
@@ -27,7 +41,9 @@ def test_our_schema_and_oxens_are_both_read(tmp_path):
 
 
 def test_bad_records_are_named_and_skipped_not_fatal(tmp_path, caplog):
-    path = write_jsonl(tmp_path / "d.jsonl", [{"id": "ok", "prompt": "p"}, "{broken", {"prompt": "no id"}, {"id": "x", "prompt": " "}])
+    path = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": "ok", "prompt": "p"}, "{broken", {"prompt": "no id"}, {"id": "x", "prompt": " "}]
+    )
     problems = load_problems(str(path))
     assert [p.id for p in problems] == ["ok"]
     assert "d.jsonl:2: not valid JSON" in caplog.text and "d.jsonl:3: missing 'id'" in caplog.text
@@ -49,13 +65,17 @@ def test_parquet_in_oxens_schema(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    table = pa.table({"task_id": [1, 2], "rust_prompt": ["A", "B"], "rust_code": ["a", "b"], "rust_test_list": ["t1", "t2"]})
+    table = pa.table(
+        {"task_id": [1, 2], "rust_prompt": ["A", "B"], "rust_code": ["a", "b"], "rust_test_list": ["t1", "t2"]}
+    )
     pq.write_table(table, tmp_path / "oxen.parquet")
     assert [p.prompt for p in load_problems(str(tmp_path / "oxen.parquet"))] == ["A", "B"]
 
 
 def test_prompts_are_chats_and_hide_the_tests():
-    p = normalize({"id": "a", "prompt": "Add two numbers.", "signature": "pub fn add(a: i32) -> i32", "tests": "SECRET"}, "x")
+    p = normalize(
+        {"id": "a", "prompt": "Add two numbers.", "signature": "pub fn add(a: i32) -> i32", "tests": "SECRET"}, "x"
+    )
     row = to_training_rows([p], "SYSTEM")[0]
     assert row["prompt"][0] == {"role": "system", "content": "SYSTEM"}
     assert "pub fn add" in row["prompt"][1]["content"] and "<think>" in user_prompt(p)
@@ -85,6 +105,6 @@ def test_render_tests_splits_one_line_asserts_and_keeps_stateful_blocks():
 
 
 def test_stub_replaces_every_body_with_todo():
-    code = "pub struct S;\nimpl S {\n    pub fn a(&self) -> u8 {\n        fn inner() {}\n        1\n    }\n}\npub fn b() -> &'static str {\n    \"}\"\n}\n"
+    code = 'pub struct S;\nimpl S {\n    pub fn a(&self) -> u8 {\n        fn inner() {}\n        1\n    }\n}\npub fn b() -> &\'static str {\n    "}"\n}\n'
     stub = make_stub(code)
     assert stub.count("todo!()") == 2 and "inner" not in stub and "pub struct S;" in stub

@@ -41,7 +41,7 @@ def test_own_and_hidden_tests_are_counted_apart(grader):
 
 
 def test_compile_error_reports_code_message_and_line(grader):
-    r = grade_one(grader, source="pub fn f() -> i32 {\n    let x: i32 = \"no\";\n    x\n}\n")
+    r = grade_one(grader, source='pub fn f() -> i32 {\n    let x: i32 = "no";\n    x\n}\n')
     assert r.status is Status.COMPILE_ERROR
     assert not r.build.ok and r.build.errors == 1
     (d,) = r.build.diagnostics
@@ -63,7 +63,9 @@ def test_warnings_in_hidden_tests_are_not_blamed_on_the_program(grader):
 
 
 def test_program_that_builds_but_breaks_the_tests(grader):
-    r = grade_one(grader, source="pub fn add(a: i64) -> i64 { a }", tests="#[test]\nfn h() { assert_eq!(add(1, 1), 2); }")
+    r = grade_one(
+        grader, source="pub fn add(a: i64) -> i64 { a }", tests="#[test]\nfn h() { assert_eq!(add(1, 1), 2); }"
+    )
     assert r.status is Status.TEST_FAILURE
     assert r.build.ok
     assert "tests do not compile" in r.reason

@@ -30,7 +30,9 @@ def exercism_track(root):
     dep = root / "exercises" / "practice" / "needs-crate"
     (dep / ".meta").mkdir(parents=True)
     (dep / "tests").mkdir()
-    (dep / "Cargo.toml").write_text('[package]\nname = "needs-crate"\nversion = "0.1.0"\n\n[dependencies]\nrand = "0.8"\n')
+    (dep / "Cargo.toml").write_text(
+        '[package]\nname = "needs-crate"\nversion = "0.1.0"\n\n[dependencies]\nrand = "0.8"\n'
+    )
     (dep / ".meta" / "example.rs").write_text("")
     (dep / "tests" / "needs-crate.rs").write_text("")
     return root
@@ -39,37 +41,73 @@ def exercism_track(root):
 def test_exercism_track_directory(tmp_path, grader):
     problems, skipped = import_problems("exercism", exercism_track(tmp_path))
     (p,) = problems
-    assert p.id == "exercism/tiny-sum" and p.crate_name == "tiny_sum" and p.test_mode == "integration" and p.include_ignored
+    assert (
+        p.id == "exercism/tiny-sum"
+        and p.crate_name == "tiny_sum"
+        and p.test_mode == "integration"
+        and p.include_ignored
+    )
     assert "Add two numbers." in p.prompt and "todo!()" in p.signature
     assert skipped == ["needs-crate: needs crates (rand)"]
     report = verify_problems(problems, grader, min_asserts=1)
     assert report.ok, report.failures
-    (r,) = grader.grade([{"id": "x", "source": p.solution, "tests": p.tests, "test_mode": "integration", "crate_name": p.crate_name,
-                          "include_ignored": True}])  # fmt: skip
+    (r,) = grader.grade(
+        [
+            {
+                "id": "x",
+                "source": p.solution,
+                "tests": p.tests,
+                "test_mode": "integration",
+                "crate_name": p.crate_name,
+                "include_ignored": True,
+            }
+        ]
+    )
     assert r.tests.counts.passed == 3  # the #[ignore] tests ran too
 
 
 def test_multipl_e_rows(tmp_path, grader):
-    row = {"name": "HumanEval_0_add", "prompt": "/// Add x and y\nfn add(x: isize, y: isize) -> isize {\n",
-           "tests": "}\n\nfn main() {\n    let candidate = add;\n    assert_eq!(candidate(1, 2), 3);\n    assert_eq!(candidate(0, 0), 0);\n}\n",
-           "stop_tokens": ["\n}"]}  # fmt: skip
+    row = {
+        "name": "HumanEval_0_add",
+        "prompt": "/// Add x and y\nfn add(x: isize, y: isize) -> isize {\n",
+        "tests": "}\n\nfn main() {\n    let candidate = add;\n    assert_eq!(candidate(1, 2), 3);\n    assert_eq!(candidate(0, 0), 0);\n}\n",
+        "stop_tokens": ["\n}"],
+    }
     path = tmp_path / "mpe.jsonl"
     path.write_text(json.dumps(row) + "\n" + json.dumps({"name": "broken"}) + "\n")
     problems, skipped = import_problems("multipl-e", path)
     (p,) = problems
-    assert p.test_mode == "main" and p.signature == "fn add(x: isize, y: isize) -> isize" and not p.tests.startswith("}")
+    assert (
+        p.test_mode == "main" and p.signature == "fn add(x: isize, y: isize) -> isize" and not p.tests.startswith("}")
+    )
     assert len(skipped) == 1 and "mpe.jsonl:2" in skipped[0]
-    ok, bad = grader.grade([
-        {"id": "ok", "source": "pub fn add(x: isize, y: isize) -> isize { x + y }", "tests": p.tests, "test_mode": "main"},
-        {"id": "bad", "source": "pub fn add(x: isize, y: isize) -> isize { x * y }", "tests": p.tests, "test_mode": "main"},
-    ])  # fmt: skip
+    ok, bad = grader.grade(
+        [
+            {
+                "id": "ok",
+                "source": "pub fn add(x: isize, y: isize) -> isize { x + y }",
+                "tests": p.tests,
+                "test_mode": "main",
+            },
+            {
+                "id": "bad",
+                "source": "pub fn add(x: isize, y: isize) -> isize { x * y }",
+                "tests": p.tests,
+                "test_mode": "main",
+            },
+        ]
+    )
     assert ok.status is Status.OK and bad.status is Status.TEST_FAILURE
 
 
 def test_humaneval_style_cfg_test_suites(tmp_path, grader):
-    row = {"task_id": "Rust/0", "prompt": "Return double.", "declaration": "fn double(x: i32) -> i32 {\n",
-           "canonical_solution": "    x * 2\n}\n",
-           "test": "\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn test_double() {\n        assert_eq!(double(2), 4);\n        assert_eq!(double(-1), -2);\n        assert_eq!(double(0), 0);\n        assert_eq!(double(5), 10);\n    }\n}\n"}  # fmt: skip
+    row = {
+        "task_id": "Rust/0",
+        "prompt": "Return double.",
+        "declaration": "fn double(x: i32) -> i32 {\n",
+        "canonical_solution": "    x * 2\n}\n",
+        "test": "\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn test_double() {\n        assert_eq!(double(2), 4);\n        assert_eq!(double(-1), -2);\n        assert_eq!(double(0), 0);\n        assert_eq!(double(5), 10);\n    }\n}\n",
+    }
     path = tmp_path / "he.jsonl"
     path.write_text(json.dumps(row) + "\n")
     (p,), _ = import_problems("humaneval", path)
@@ -82,18 +120,31 @@ def test_oxen_parquet(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"task_id": ["t1"], "rust_prompt": ["Add"], "rust_code": ["pub fn f() {}"], "rust_test_list": ["#[test] fn a() {}"]}),
-                   tmp_path / "oxen.parquet")  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "task_id": ["t1"],
+                "rust_prompt": ["Add"],
+                "rust_code": ["pub fn f() {}"],
+                "rust_test_list": ["#[test] fn a() {}"],
+            }
+        ),
+        tmp_path / "oxen.parquet",
+    )
     (p,), skipped = import_problems("oxen", tmp_path / "oxen.parquet")
     assert (p.id, p.prompt, p.solution) == ("t1", "Add", "pub fn f() {}") and skipped == []
 
 
 @pytest.mark.shared
 @pytest.mark.slow
-@pytest.mark.skipif(not (SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl").exists(), reason="../shared evalsets absent")
+@pytest.mark.skipif(
+    not (SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl").exists(), reason="../shared evalsets absent"
+)
 def test_real_exercism_suite_references_pass_and_stubs_fail(grader):
     problems, skipped = import_problems("exercism-jsonl", SHARED / "evalsets" / "exercism" / "exercism_rust.jsonl")
-    assert len(problems) == 95 and len(skipped) == 2 and all("multi-file crates are not supported" in s for s in skipped)
+    assert (
+        len(problems) == 95 and len(skipped) == 2 and all("multi-file crates are not supported" in s for s in skipped)
+    )
     sample = problems[::8]  # the full set runs in `make bench`
     report = verify_problems(sample, grader, min_asserts=1)
     assert report.ok, report.failures

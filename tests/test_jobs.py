@@ -33,7 +33,9 @@ def test_invalid_records_name_the_record_and_the_reason(record, expected):
 
 
 def test_dashed_crate_names_become_identifiers():
-    assert Job.from_dict({"id": "a", "source": "x", "crate_name": "rna-transcription"}).crate_name == "rna_transcription"
+    assert (
+        Job.from_dict({"id": "a", "source": "x", "crate_name": "rna-transcription"}).crate_name == "rna_transcription"
+    )
 
 
 def test_limits_reject_nonsense_and_unknown_keys():

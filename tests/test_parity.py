@@ -14,14 +14,26 @@ EXTRA = [
     {"id": "no-tests", "source": ADD},
     {"id": "tests-broken", "source": "pub fn add(a: i64) -> i64 { a }", "tests": "#[test]\nfn h() { add(1, 1); }"},
     {"id": "main", "source": ADD, "tests": "fn main() { assert_eq!(add(1, 1), 2); }", "test_mode": "main"},
-    {"id": "integ", "source": ADD, "crate_name": "adder", "test_mode": "integration",
-     "tests": "use adder::add;\n#[test]\nfn a() { assert_eq!(add(1, 2), 3); }\n#[test]\nfn b() { assert_eq!(add(1, 2), 0); }"},
+    {
+        "id": "integ",
+        "source": ADD,
+        "crate_name": "adder",
+        "test_mode": "integration",
+        "tests": "use adder::add;\n#[test]\nfn a() { assert_eq!(add(1, 2), 3); }\n#[test]\nfn b() { assert_eq!(add(1, 2), 0); }",
+    },
     {"id": "exit", "source": ADD + "#[cfg(test)]\nmod t {\n    #[test]\n    fn x() { std::process::exit(0); }\n}\n"},
-]  # fmt: skip
+]
 
 
 def verdict(r):
-    return (r.status.value, r.build.ok, r.clippy.ok, r.clippy.warnings > 0, r.tests.counts.passed, r.tests.counts.failed)
+    return (
+        r.status.value,
+        r.build.ok,
+        r.clippy.ok,
+        r.clippy.warnings > 0,
+        r.tests.counts.passed,
+        r.tests.counts.failed,
+    )
 
 
 def test_fast_and_cargo_backends_agree_on_a_corpus(grader, cargo_grader):
@@ -38,19 +50,39 @@ def test_fast_and_cargo_backends_agree_on_a_corpus(grader, cargo_grader):
 
 # Deny-by-default lints decide nothing: `cargo test` runs no clippy, and neither may we.
 LINT_CASES = [
-    {"id": "absurd-comparison", "source": "pub fn f(n: usize) -> usize {\n    if n < 0 { 0 } else { n + 1 }\n}\n",
-     "tests": "#[test]\nfn h() { assert_eq!(f(1), 2); }"},
-    {"id": "approx-constant-in-hidden-tests", "source": "pub fn half_turn() -> f64 {\n    std::f64::consts::PI\n}\n",
-     "tests": "#[test]\nfn h() { assert!((half_turn() - 3.141592653589793).abs() < 1e-9); }"},
-    {"id": "approx-constant-in-program", "source": "pub fn tau() -> f64 {\n    6.283185307179586\n}\n",
-     "tests": "#[test]\nfn h() { assert!(tau() > 6.0); }"},
-    {"id": "denied-by-source", "source": "#![deny(clippy::all)]\npub fn n(v: &Vec<i32>) -> usize {\n    return v.len();\n}\n",
-     "tests": "#[test]\nfn h() { assert_eq!(n(&vec![1]), 1); }"},
-    {"id": "buggy-but-builds", "source": "pub fn f(n: u32) -> u32 {\n    if n < 0 { 1 } else { n - 1 }\n}\n",
-     "tests": "#[test]\nfn h() { assert_eq!(f(0), 1); }"},
-    {"id": "integration-lint", "source": "pub fn f(n: usize) -> bool {\n    n < 0 || n > 3\n}\n", "crate_name": "lints",
-     "test_mode": "integration", "tests": "use lints::f;\n#[test]\nfn h() { assert!(f(4)); }"},
-]  # fmt: skip
+    {
+        "id": "absurd-comparison",
+        "source": "pub fn f(n: usize) -> usize {\n    if n < 0 { 0 } else { n + 1 }\n}\n",
+        "tests": "#[test]\nfn h() { assert_eq!(f(1), 2); }",
+    },
+    {
+        "id": "approx-constant-in-hidden-tests",
+        "source": "pub fn half_turn() -> f64 {\n    std::f64::consts::PI\n}\n",
+        "tests": "#[test]\nfn h() { assert!((half_turn() - 3.141592653589793).abs() < 1e-9); }",
+    },
+    {
+        "id": "approx-constant-in-program",
+        "source": "pub fn tau() -> f64 {\n    6.283185307179586\n}\n",
+        "tests": "#[test]\nfn h() { assert!(tau() > 6.0); }",
+    },
+    {
+        "id": "denied-by-source",
+        "source": "#![deny(clippy::all)]\npub fn n(v: &Vec<i32>) -> usize {\n    return v.len();\n}\n",
+        "tests": "#[test]\nfn h() { assert_eq!(n(&vec![1]), 1); }",
+    },
+    {
+        "id": "buggy-but-builds",
+        "source": "pub fn f(n: u32) -> u32 {\n    if n < 0 { 1 } else { n - 1 }\n}\n",
+        "tests": "#[test]\nfn h() { assert_eq!(f(0), 1); }",
+    },
+    {
+        "id": "integration-lint",
+        "source": "pub fn f(n: usize) -> bool {\n    n < 0 || n > 3\n}\n",
+        "crate_name": "lints",
+        "test_mode": "integration",
+        "tests": "use lints::f;\n#[test]\nfn h() { assert!(f(4)); }",
+    },
+]
 
 
 def real_cargo_test(job: dict, tmp_path) -> str:
@@ -67,11 +99,18 @@ def real_cargo_test(job: dict, tmp_path) -> str:
         (root / "tests").mkdir()
         (root / "tests" / "hidden.rs").write_text(job["tests"])
     else:
-        (root / "src" / "lib.rs").write_text(job["source"] + "\n#[cfg(test)]\nmod hidden {\n    use super::*;\n" + job["tests"] + "\n}\n")
+        (root / "src" / "lib.rs").write_text(
+            job["source"] + "\n#[cfg(test)]\nmod hidden {\n    use super::*;\n" + job["tests"] + "\n}\n"
+        )
     cargo = shutil.which("cargo") or "cargo"
     if subprocess.run([cargo, "build", "--offline", "-q"], cwd=root, capture_output=True, check=False).returncode:
         return "compile_error"
-    return "ok" if subprocess.run([cargo, "test", "--offline", "-q"], cwd=root, capture_output=True, check=False).returncode == 0 else "test_failure"
+    return (
+        "ok"
+        if subprocess.run([cargo, "test", "--offline", "-q"], cwd=root, capture_output=True, check=False).returncode
+        == 0
+        else "test_failure"
+    )
 
 
 def test_lints_never_decide_builds_or_tests_in_any_backend(grader, cargo_grader, tmp_path):

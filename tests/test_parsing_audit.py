@@ -64,9 +64,16 @@ def test_only_meaningful_tests_count():
     audit = audit_code(CODE)
     verdicts = {t.name.split("::")[-1]: t.meaningful for t in audit.tests}
     assert verdicts == {
-        "real": True, "always_true": False, "self_equal": False, "literals_only": False, "method": True,
-        "panics": True, "braces_in_strings": True, "ignored": False, "no_assert": False,
-    }  # fmt: skip
+        "real": True,
+        "always_true": False,
+        "self_equal": False,
+        "literals_only": False,
+        "method": True,
+        "panics": True,
+        "braces_in_strings": True,
+        "ignored": False,
+        "no_assert": False,
+    }
     assert audit.meaningful_tests == 4
     assert {"add", "P", "go"} <= audit.defined and not audit.hacked
 

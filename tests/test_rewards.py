@@ -151,18 +151,26 @@ TRICKS = {
 
 
 def with_tests(code: str, body: str) -> str:
-    return answer(f"{code}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    {body}\n\n    #[test]\n    fn u() {{ let _ = add(1, 1); }}\n}}")
+    return answer(
+        f"{code}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    {body}\n\n    #[test]\n    fn u() {{ let _ = add(1, 1); }}\n}}"
+    )
 
 
 @pytest.mark.parametrize("trick", list(TRICKS))
-@pytest.mark.parametrize("program", [ADD, CONSTANT, "pub fn add(_a: i32, _b: i32) -> i32 {\n    todo!()\n}\n"], ids=["right", "constant", "todo"])
+@pytest.mark.parametrize(
+    "program",
+    [ADD, CONSTANT, "pub fn add(_a: i32, _b: i32) -> i32 {\n    todo!()\n}\n"],
+    ids=["right", "constant", "todo"],
+)
 def test_own_tests_that_catch_nothing_earn_nothing(grader, trick, program):
     table, _ = rewards_for(grader, [with_tests(program, TRICKS[trick])])
     assert table["own_tests"] == [0.0] and table["tests_present"] == [0.0], table
 
 
 def test_honest_own_tests_on_the_right_program_earn_credit_and_on_a_wrong_one_do_not(grader):
-    honest = "#[test]\n    fn t() { assert_eq!(add(2, 3), 5); }\n\n    #[test]\n    fn v() { assert_eq!(add(-4, 1), -3); }"
+    honest = (
+        "#[test]\n    fn t() { assert_eq!(add(2, 3), 5); }\n\n    #[test]\n    fn v() { assert_eq!(add(-4, 1), -3); }"
+    )
     wrong = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n"
     table, _ = rewards_for(grader, [with_tests(ADD, honest), with_tests(wrong, honest)])
     assert table["tests_present"] == [1.0, 0.0]
@@ -176,7 +184,11 @@ def test_source_attributes_cannot_switch_clippy_off(grader):
 
 
 def test_the_clippy_reward_falls_with_every_warning(grader):
-    programs = [ADD, "pub fn f(v: &Vec<i32>) -> usize {\n    v.len()\n}\n", "pub fn f(v: &Vec<i32>) -> usize {\n    return v.len();\n}\n"]
+    programs = [
+        ADD,
+        "pub fn f(v: &Vec<i32>) -> usize {\n    v.len()\n}\n",
+        "pub fn f(v: &Vec<i32>) -> usize {\n    return v.len();\n}\n",
+    ]
     table, _ = rewards_for(grader, [answer(p) for p in programs], tests="")
     assert table["clippy"] == [1.0, 0.5, pytest.approx(0.4)]
 

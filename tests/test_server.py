@@ -31,7 +31,9 @@ def free_port():
 def server():
     grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
     port = free_port()
-    config = uvicorn.Config(create_app(grader, token="s3cret", max_batch=3, max_queue=8), host="127.0.0.1", port=port, log_level="error")
+    config = uvicorn.Config(
+        create_app(grader, token="s3cret", max_batch=3, max_queue=8), host="127.0.0.1", port=port, log_level="error"
+    )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -47,7 +49,9 @@ def server():
 
 def test_grades_batches_in_order_with_a_token(server):
     client = RemoteGrader(server, token="s3cret", retries=0)
-    results = client.grade([{"id": "a", "source": "pub fn f() -> u8 { 1 }"}, {"id": "b", "source": "pub fn f( {"}, {"id": "c"}])
+    results = client.grade(
+        [{"id": "a", "source": "pub fn f() -> u8 { 1 }"}, {"id": "b", "source": "pub fn f( {"}, {"id": "c"}]
+    )
     assert [r.id for r in results] == ["a", "b", "c"]
     assert [r.status for r in results] == [Status.OK, Status.COMPILE_ERROR, Status.INVALID_INPUT]
 
@@ -75,14 +79,19 @@ def test_a_dead_server_degrades_to_unknown_rewards_not_a_crash(caplog):
     context = RewardContext(client)
     funcs, _ = build_reward_functions(context, {})
     completion = "<think>x</think>\n```rust\npub fn f() -> u8 { 1 }\n```"
-    values = {f.__name__: f(prompts=[None], completions=[completion], tests=["#[test]\nfn t() { assert_eq!(f(), 1); }"])[0] for f in funcs}
+    values = {
+        f.__name__: f(prompts=[None], completions=[completion], tests=["#[test]\nfn t() { assert_eq!(f(), 1); }"])[0]
+        for f in funcs
+    }
     assert all(v is None for v in values.values())  # unknown, every one: TRL drops the completion
     assert "retry 1/1" in caplog.text and "reward grading failed" in caplog.text
 
 
 def test_refuses_to_serve_publicly_without_a_token(capsys, monkeypatch):
     monkeypatch.delenv("REWARD_SANDBOX_TOKEN", raising=False)
-    args = argparse.Namespace(host="0.0.0.0", port=0, token=None, workers=1, isolation="auto", max_batch=1, max_queue=1, max_request_mb=1)
+    args = argparse.Namespace(
+        host="0.0.0.0", port=0, token=None, workers=1, isolation="auto", max_batch=1, max_queue=1, max_request_mb=1
+    )
     assert serve(args) == 2
     assert "refusing to serve on 0.0.0.0 without a bearer token" in capsys.readouterr().err
     assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("10.0.0.5")
@@ -94,13 +103,19 @@ def test_a_bad_record_never_loses_the_request(server):
 
     jobs = [{"id": "bad", "source": "pub fn f() {}\n// \ud800"}, {"id": "good", "source": "pub fn f() -> u8 { 1 }"}]
     body = json.dumps({"jobs": jobs}).encode()  # ASCII JSON with a lone-surrogate escape: valid JSON, invalid text
-    request = urllib.request.Request(f"{server}/v1/grade", data=body, method="POST",
-                                     headers={"Authorization": "Bearer s3cret", "Content-Type": "application/json"})  # fmt: skip
+    request = urllib.request.Request(
+        f"{server}/v1/grade",
+        data=body,
+        method="POST",
+        headers={"Authorization": "Bearer s3cret", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         results = json.loads(response.read())["results"]
     assert [(r["id"], r["status"]) for r in results] == [("bad", "invalid_input"), ("good", "ok")]
     deep = b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    request = urllib.request.Request(f"{server}/v1/grade", data=deep, method="POST", headers={"Authorization": "Bearer s3cret"})
+    request = urllib.request.Request(
+        f"{server}/v1/grade", data=deep, method="POST", headers={"Authorization": "Bearer s3cret"}
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=60)
     assert refused.value.code == 400

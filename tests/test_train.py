@@ -11,10 +11,19 @@ pytestmark = [pytest.mark.train, pytest.mark.slow, pytest.mark.cargo]
 
 
 def tiny_config(tmp_path, *extra):
-    return load_config("configs/tiny-cpu.toml", [
-        f'train.output_dir="{tmp_path / "run"}"', "model.warm_start_steps=0", "train.max_steps=2",
-        "train.max_completion_length=12", "train.save_steps=2", 'train.report_to=["tensorboard"]', "data.max_rows=2", *extra,
-    ])  # fmt: skip
+    return load_config(
+        "configs/tiny-cpu.toml",
+        [
+            f'train.output_dir="{tmp_path / "run"}"',
+            "model.warm_start_steps=0",
+            "train.max_steps=2",
+            "train.max_completion_length=12",
+            "train.save_steps=2",
+            'train.report_to=["tensorboard"]',
+            "data.max_rows=2",
+            *extra,
+        ],
+    )
 
 
 def test_grpo_steps_write_metrics_samples_checkpoints_and_plots_then_resume(tmp_path):
@@ -24,8 +33,17 @@ def test_grpo_steps_write_metrics_samples_checkpoints_and_plots_then_resume(tmp_
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "reward" in r]
     assert [r["step"] for r in steps] == [1, 2]
-    for key in ("rewards/format/mean", "rewards/build/mean", "rewards/hidden_tests/mean", "rates/build", "sandbox/seconds",
-                "sandbox/timeouts", "time/reward_share", "entropy", "completions/mean_length"):  # fmt: skip
+    for key in (
+        "rewards/format/mean",
+        "rewards/build/mean",
+        "rewards/hidden_tests/mean",
+        "rates/build",
+        "sandbox/seconds",
+        "sandbox/timeouts",
+        "time/reward_share",
+        "entropy",
+        "completions/mean_length",
+    ):
         assert key in steps[0], key
     assert (final / "adapter_config.json").exists()
     assert latest_checkpoint(run).endswith("checkpoint-2")
@@ -44,27 +62,40 @@ def test_grpo_steps_write_metrics_samples_checkpoints_and_plots_then_resume(tmp_
 def test_warm_started_tiny_policy_writes_code_that_the_sandbox_grades(tmp_path):
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200", "train.max_completion_length=224", "train.max_steps=1")
     train(cfg)
-    (step,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"reward"' in line]
+    (step,) = [
+        json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"reward"' in line
+    ]
     assert step["rates/format"] > 0 and step["sandbox/seconds"] > 0  # real cargo rewards were computed
     assert step["reward"] > 0
 
 
 def test_vllm_settings_reach_trl(tmp_path):
-    colocate = tiny_config(tmp_path, "vllm.enabled=true", "vllm.mode=colocate", "vllm.gpu_memory_utilization=0.5",
-                           "vllm.enable_sleep_mode=true")  # fmt: skip
+    colocate = tiny_config(
+        tmp_path,
+        "vllm.enabled=true",
+        "vllm.mode=colocate",
+        "vllm.gpu_memory_utilization=0.5",
+        "vllm.enable_sleep_mode=true",
+    )
     args = grpo_args(colocate, [1.0] * 7)
     assert args.use_vllm and args.vllm_mode == "colocate"
     assert args.vllm_gpu_memory_utilization == 0.5 and args.vllm_enable_sleep_mode
-    server = tiny_config(tmp_path, "vllm.enabled=true", "vllm.mode=server", 'vllm.server_base_url="http://gpu-box:8000"')
+    server = tiny_config(
+        tmp_path, "vllm.enabled=true", "vllm.mode=server", 'vllm.server_base_url="http://gpu-box:8000"'
+    )
     args = grpo_args(server, [1.0] * 7)
     assert args.use_vllm and args.vllm_mode == "server" and args.vllm_server_base_url == "http://gpu-box:8000"
-    hostport = grpo_args(tiny_config(tmp_path, "vllm.enabled=true", "vllm.mode=server", "vllm.server_port=9001"), [1.0] * 7)
+    hostport = grpo_args(
+        tiny_config(tmp_path, "vllm.enabled=true", "vllm.mode=server", "vllm.server_port=9001"), [1.0] * 7
+    )
     assert (hostport.vllm_server_host, hostport.vllm_server_port) == ("127.0.0.1", 9001)
     assert not grpo_args(tiny_config(tmp_path), [1.0] * 7).use_vllm
 
 
 def test_grpo_config_mapping_follows_the_preset(tmp_path):
-    cfg = load_config("configs/modern-1.5b.toml", [f'train.output_dir="{tmp_path}"', "vllm.enabled=false", "train.bf16=false"])
+    cfg = load_config(
+        "configs/modern-1.5b.toml", [f'train.output_dir="{tmp_path}"', "vllm.enabled=false", "train.bf16=false"]
+    )
     args = grpo_args(cfg, [0.5, 0.25, 0.5, 1.0, 0.5, 1.0, 2.0])
     assert (args.loss_type, args.epsilon_high, args.beta, args.num_generations) == ("dapo", 0.28, 0.0, 8)
     assert args.mask_truncated_completions and args.reward_weights == [0.5, 0.25, 0.5, 1.0, 0.5, 1.0, 2.0]
@@ -92,9 +123,29 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
     problems = load_problems(cfg.data.train, max_rows=2)
     model = resolve_model_path(cfg.model, problems, cfg.data.system_prompt)
-    proc = subprocess.run([sys.executable, "-m", "rust_grpo.cli", "eval", "--model", model, "--dataset", cfg.data.train, "--samples", "2",
-                           "--limit", "2", "--max-new-tokens", "224", "--out", str(tmp_path / "eval")],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rust_grpo.cli",
+            "eval",
+            "--model",
+            model,
+            "--dataset",
+            cfg.data.train,
+            "--samples",
+            "2",
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "224",
+            "--out",
+            str(tmp_path / "eval"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((tmp_path / "eval" / "report.json").read_text())
     assert report["samples"] == 4 and report["problems"] == 2 and set(report["hidden"]) == {"pass@1", "pass@2"}
@@ -105,10 +156,18 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
 def test_a_sandbox_fault_leaves_completions_unscored_and_the_step_still_runs(tmp_path):
     """A dead reward server: every reward of every graded completion is None, TRL gives those
     completions no advantage instead of scoring them like broken code, and training goes on."""
-    cfg = tiny_config(tmp_path, "model.warm_start_steps=200", "train.max_completion_length=224", "train.max_steps=1",
-                      'reward.server_url="http://127.0.0.1:9"', "reward.server_retries=0")  # fmt: skip
+    cfg = tiny_config(
+        tmp_path,
+        "model.warm_start_steps=200",
+        "train.max_completion_length=224",
+        "train.max_steps=1",
+        'reward.server_url="http://127.0.0.1:9"',
+        "reward.server_retries=0",
+    )
     train(cfg)
-    (step,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
+    (step,) = [
+        json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line
+    ]
     assert step["step"] == 1  # the step ran
     assert step["sandbox/unknown"] > 0  # completions with code could not be graded...
     assert step["rates/build"] == 0  # ...and none of them is counted as built or failed

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.cargo
 
 
 def run_cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "rust_grpo.cli", *args], capture_output=True, text=True, cwd=cwd, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "rust_grpo.cli", *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
 
 
 @pytest.mark.slow
@@ -30,13 +32,26 @@ def test_every_shipped_reference_passes_and_every_stub_fails():
 
 def test_verify_catches_broken_references_and_tests_that_test_nothing(grader, tmp_path):
     rows = [
-        {"id": "ok", "prompt": "p", "signature": "pub fn one() -> i32", "solution": "pub fn one() -> i32 { 1 }",
-         "tests": "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one() + 1, 2); assert!(one() > 0); assert_ne!(one(), 2); }"},
-        {"id": "wrong", "prompt": "p", "solution": "pub fn one() -> i32 { 2 }",
-         "tests": "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); }"},
-        {"id": "vacuous", "prompt": "p", "solution": "pub fn one() -> i32 { 1 }",
-         "tests": "#[test]\nfn a() { assert!(true); assert!(true); assert!(true); assert!(true); }"},
-    ]  # fmt: skip
+        {
+            "id": "ok",
+            "prompt": "p",
+            "signature": "pub fn one() -> i32",
+            "solution": "pub fn one() -> i32 { 1 }",
+            "tests": "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one() + 1, 2); assert!(one() > 0); assert_ne!(one(), 2); }",
+        },
+        {
+            "id": "wrong",
+            "prompt": "p",
+            "solution": "pub fn one() -> i32 { 2 }",
+            "tests": "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); }",
+        },
+        {
+            "id": "vacuous",
+            "prompt": "p",
+            "solution": "pub fn one() -> i32 { 1 }",
+            "tests": "#[test]\nfn a() { assert!(true); assert!(true); assert!(true); assert!(true); }",
+        },
+    ]
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = verify_problems(load_problems(str(path)), grader)
@@ -47,10 +62,20 @@ def test_verify_catches_broken_references_and_tests_that_test_nothing(grader, tm
 
 def test_filter_keeps_only_rows_whose_code_passes(tmp_path):
     rows = [
-        {"task_id": "good", "rust_prompt": "p", "rust_code": "pub fn f() -> u8 { 1 }", "rust_test_list": "#[test]\nfn t() { assert_eq!(f(), 1); }"},
-        {"task_id": "bad", "rust_prompt": "p", "rust_code": "pub fn f() -> u8 { 2 }", "rust_test_list": "#[test]\nfn t() { assert_eq!(f(), 1); }"},
+        {
+            "task_id": "good",
+            "rust_prompt": "p",
+            "rust_code": "pub fn f() -> u8 { 1 }",
+            "rust_test_list": "#[test]\nfn t() { assert_eq!(f(), 1); }",
+        },
+        {
+            "task_id": "bad",
+            "rust_prompt": "p",
+            "rust_code": "pub fn f() -> u8 { 2 }",
+            "rust_test_list": "#[test]\nfn t() { assert_eq!(f(), 1); }",
+        },
         {"task_id": "broken", "rust_prompt": "p", "rust_code": "pub fn f( -> u8", "rust_test_list": ""},
-    ]  # fmt: skip
+    ]
     src = tmp_path / "gen.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     proc = run_cli("data", "filter", str(src), "--out", str(tmp_path / "kept.jsonl"))
@@ -72,8 +97,12 @@ def test_score_summary_and_report_files(grader, tmp_path):
     problems = {p.id: p for p in load_problems(str(ROOT / "data" / "eval.jsonl"))}
     pid = next(iter(problems))
     right = f"<think>ok</think>\n```rust\n{problems[pid].solution}\n```"
-    completions = [Completion(pid, right, 0), Completion(pid, "<think>?</think>", 1), Completion(pid, "```rust\nfn x( {\n```", 2),
-                   Completion(pid, right, 3)]  # fmt: skip
+    completions = [
+        Completion(pid, right, 0),
+        Completion(pid, "<think>?</think>", 1),
+        Completion(pid, "```rust\nfn x( {\n```", 2),
+        Completion(pid, right, 3),
+    ]
     records = score_completions(completions, problems, grader)
     assert [r["hidden_pass"] for r in records] == [True, False, False, True]
     assert [r["status"] for r in records] == ["ok", "no_code", "compile_error", "ok"]
@@ -87,8 +116,12 @@ def test_score_cli_writes_json_markdown_and_png_and_compare_reads_them(tmp_path)
     good = [{"problem_id": p.id, "completion": f"<think>t</think>\n```rust\n{p.solution}\n```"} for p in problems]
     bad = [{"problem_id": p.id, "code": "pub fn nothing() {}"} for p in problems]
     for name, rows in (("good", good), ("bad", [*bad, "{not json"])):
-        (tmp_path / f"{name}.jsonl").write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
-        proc = run_cli("score", str(tmp_path / f"{name}.jsonl"), "--dataset", "data/eval.jsonl", "--out", str(tmp_path / name))
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+        )
+        proc = run_cli(
+            "score", str(tmp_path / f"{name}.jsonl"), "--dataset", "data/eval.jsonl", "--out", str(tmp_path / name)
+        )
         assert proc.returncode == 0, proc.stderr
         for f in ("report.json", "report.md", "report.png", "results.jsonl"):
             assert (tmp_path / name / f).stat().st_size > 0
@@ -103,17 +136,26 @@ def test_score_cli_writes_json_markdown_and_png_and_compare_reads_them(tmp_path)
 
 def test_the_hidden_verdict_of_a_correct_program_does_not_depend_on_its_own_tests(grader, tmp_path):
     path = tmp_path / "p.jsonl"
-    row = {"id": "double", "prompt": "p", "signature": "pub fn double(x: i32) -> i32", "solution": "pub fn double(x: i32) -> i32 { x * 2 }",
-           "tests": "#[test]\nfn a() { assert_eq!(double(2), 4); }\n#[test]\nfn b() { assert_eq!(double(-3), -6); }"}  # fmt: skip
+    row = {
+        "id": "double",
+        "prompt": "p",
+        "signature": "pub fn double(x: i32) -> i32",
+        "solution": "pub fn double(x: i32) -> i32 { x * 2 }",
+        "tests": "#[test]\nfn a() { assert_eq!(double(2), 4); }\n#[test]\nfn b() { assert_eq!(double(-3), -6); }",
+    }
     path.write_text(json.dumps(row) + "\n")
     problems = {p.id: p for p in load_problems(path)}
     own = {
         "good": "#[test]\n    fn t() { assert_eq!(double(5), 10); }",
         "failing": "#[test]\n    fn t() { assert_eq!(double(5), 11); }",
-        "broken": "#[test]\n    fn t() { assert_eq!(double(\"5\"), 10); }",
+        "broken": '#[test]\n    fn t() { assert_eq!(double("5"), 10); }',
     }
     completions = [
-        Completion("double", f"```rust\npub fn double(x: i32) -> i32 {{ x * 2 }}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n    {t}\n}}\n```", i)
+        Completion(
+            "double",
+            f"```rust\npub fn double(x: i32) -> i32 {{ x * 2 }}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n    {t}\n}}\n```",
+            i,
+        )
         for i, t in enumerate(own.values())
     ]
     records = score_completions(completions, problems, grader)

@@ -1,0 +1,137 @@
+"""Everything a grader is opened with, defined and validated once.
+
+Both CLIs, the HTTP server and ``rust_grpo``'s ``[reward]`` table build a :class:`Settings` and
+call :func:`open_grader`; a bad value fails here, at load time, with the field's name, instead of
+turning every job into ``invalid_input`` later.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from .backends import BACKENDS, FAST
+from .isolation import CHOICES as ISOLATION_CHOICES
+from .jobs import MAX_TIMEOUT_S, InvalidJob, Job
+from .limits import Limits
+from .results import Result
+
+
+class GraderLike(Protocol):
+    """What rewards and scoring need from a grader: the local :class:`~reward_sandbox.Grader`, the HTTP
+    :class:`~reward_sandbox.client.RemoteGrader`, or anything else with this shape."""
+
+    def grade(self, items: Sequence[Job | dict[str, Any] | InvalidJob]) -> list[Result]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def _f(default: Any, help: str, **kwargs: Any) -> Any:
+    if callable(default) and not isinstance(default, (str, int, float)):
+        return field(default_factory=default, metadata={"help": help}, **kwargs)
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to grade: where (local pool or servers), how isolated, with which limits and cache."""
+
+    isolation: str = _f(
+        "auto", "auto (bubblewrap, else the rlimits fallback, said loudly), strict (bubblewrap or fail), rlimits"
+    )
+    backend: str = _f(FAST, "fast (clippy-driver + test binary, no cargo) or cargo (real cargo build/clippy/test)")
+    workers: int = _f(0, "parallel jobs (0 = all cores)")
+    limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
+    cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
+    server_urls: tuple[str, ...] = _f((), "grade on these `reward-sandbox serve` URLs instead of a local pool")
+    server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "environment variable holding the servers' bearer token")
+    server_timeout_s: float = _f(300.0, "HTTP timeout for one batch")
+    server_retries: int = _f(2, "retries of a failed batch before its results become sandbox errors")
+
+    def __post_init__(self) -> None:
+        if self.isolation not in (*ISOLATION_CHOICES, "bwrap"):
+            raise ValueError(f"isolation must be one of {', '.join(ISOLATION_CHOICES)}, got {self.isolation!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
+            raise ValueError(f"workers must be 0 (all cores) or a positive integer, got {self.workers!r}")
+        if not isinstance(self.limits, Limits):
+            raise ValueError("limits must be a Limits")
+        if self.limits.run_cpu_s > MAX_TIMEOUT_S:
+            raise ValueError(
+                f"the test run's CPU time must be at most {MAX_TIMEOUT_S:g} s, got {self.limits.run_cpu_s}"
+            )
+        if self.server_timeout_s <= 0 or self.server_retries < 0:
+            raise ValueError("server_timeout_s must be positive and server_retries at least 0")
+
+    def with_run_timeout(self, timeout_s: float) -> Settings:
+        """The same settings with the test run limited to ``timeout_s`` CPU seconds (wall: twice that)."""
+        if not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise ValueError(f"the test timeout must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout_s!r}")
+        return replace(self, limits=self.limits.with_run_timeout(timeout_s))
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        return {f.name: f.metadata["help"] for f in fields(cls)}
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, local_only: bool = False) -> None:
+    """The grading options of a command line, with the help text of :class:`Settings`."""
+    helps = Settings.help()
+    parser.add_argument("--workers", "-j", type=int, default=0, help=helps["workers"])
+    parser.add_argument("--isolation", choices=ISOLATION_CHOICES, default="auto", help=helps["isolation"])
+    parser.add_argument("--backend", choices=BACKENDS, default=FAST, help=helps["backend"])
+    parser.add_argument("--limits", default=None, help="JSON object overriding limits, e.g. '{\"run_cpu_s\": 5}'")
+    parser.add_argument("--cache-dir", default=None, help=helps["cache_dir"] + " (default: ~/.cache/reward-sandbox)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
+    if not local_only:
+        parser.add_argument("--server", action="append", default=[], help=helps["server_urls"] + " (repeatable)")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """:class:`Settings` from the options :func:`add_arguments` added."""
+    import json
+
+    from .cache import default_cache_dir
+
+    limits = Limits.from_dict(json.loads(args.limits)) if getattr(args, "limits", None) else Limits()
+    cache_dir = "" if getattr(args, "no_cache", False) else str(getattr(args, "cache_dir", None) or default_cache_dir())
+    return Settings(
+        isolation=args.isolation,
+        backend=args.backend,
+        workers=args.workers or 0,
+        limits=limits,
+        cache_dir=cache_dir,
+        server_urls=tuple(getattr(args, "server", ()) or ()),
+    )
+
+
+def open_grader(settings: Settings) -> GraderLike:
+    """The one way to open a grader: the HTTP client when servers are set, else a local pool."""
+    if settings.server_urls:
+        from .client import RemoteGrader
+
+        return RemoteGrader(
+            settings.server_urls[0],
+            token_env=settings.server_token_env,
+            timeout_s=settings.server_timeout_s,
+            retries=settings.server_retries,
+        )
+    from .cache import ResultCache
+    from .pool import Grader
+
+    cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else None)
+    return Grader(
+        workers=settings.workers or None,
+        isolation=settings.isolation,
+        backend=settings.backend,
+        limits=settings.limits,
+        cache=cache,
+    )

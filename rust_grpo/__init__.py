@@ -1,0 +1,34 @@
+"""rust_grpo: teach code models to write correct Rust with GRPO and sandboxed cargo rewards.
+
+The public API, importable without torch (training modules load it when used)::
+
+    from rust_grpo import load_config, load_problems, score_completions
+    cfg = load_config("configs/tiny-cpu.toml", ["train.max_steps=2"])
+
+See ARCHITECTURE.md for how a dataset row becomes a reward.
+"""
+
+from .config import ConfigError, RunConfig, load_config
+from .data import DataError, Problem, load_problems
+from .parsing import ParsedCompletion, parse_completion
+from .rewards import REWARD_NAMES, Evaluation, RewardContext, build_reward_functions
+from .scoring import Completion, score_completions, summarize
+
+__all__ = [
+    "REWARD_NAMES",
+    "Completion",
+    "ConfigError",
+    "DataError",
+    "Evaluation",
+    "ParsedCompletion",
+    "Problem",
+    "RewardContext",
+    "RunConfig",
+    "build_reward_functions",
+    "load_config",
+    "load_problems",
+    "parse_completion",
+    "score_completions",
+    "summarize",
+]
+__version__ = "0.1.0"
