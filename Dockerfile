@@ -31,10 +31,10 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY reward_sandbox ./reward_sandbox
 COPY rust_grpo ./rust_grpo
+COPY data ./data
 # PIP_CERT: a CA bundle for builds behind a TLS-inspecting proxy (scripts/docker_check.sh passes the host's)
 ARG PIP_CERT=""
 RUN if [ -z "$PIP_CERT" ]; then unset PIP_CERT; fi && python3 -m pip install --no-compile ".[serve]"
-COPY data ./data
 COPY configs ./configs
 RUN useradd --create-home --uid 10001 grader
 USER 10001

@@ -19,6 +19,8 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
@@ -34,6 +36,8 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(VENV)/bin/hadolint Dockerfile
 
 docker-check: $(STAMP)

@@ -71,6 +71,7 @@ class RemoteGrader:
                 payload = self._post(body)
                 return [Result.from_dict(r) for r in payload["results"]]
             except urllib.error.HTTPError as exc:
+                exc.close()  # it holds the response's socket
                 last = exc
                 if exc.code in (400, 401, 413):  # our request is wrong: retrying will not help
                     break

@@ -16,6 +16,8 @@ MAX_TIMEOUT_S = 300.0
 class TestMode(str, Enum):
     """How a job's ``tests`` are joined to its ``source``."""
 
+    __test__ = False  # not a pytest test class
+
     UNIT = "unit"  # tests become a module of the crate with `use super::*`
     INTEGRATION = "integration"  # tests are a separate crate that does `use <crate_name>::*` (Exercism)
     MAIN = "main"  # tests are a `fn main` full of asserts (MultiPL-E)

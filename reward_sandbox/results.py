@@ -38,6 +38,8 @@ class ClippyReport:
 class TestCounts:
     """Counts for a group of tests."""
 
+    __test__ = False
+
     passed: int = 0
     failed: int = 0
     ignored: int = 0
@@ -123,6 +125,8 @@ class SuiteReport:
 @dataclass(frozen=True)
 class TestReport:
     """The hidden tests and the program's own tests, run apart so one cannot spoil the other."""
+
+    __test__ = False
 
     hidden: SuiteReport = field(default_factory=SuiteReport)
     own: SuiteReport = field(default_factory=SuiteReport)

@@ -202,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="GRPO training from a TOML config")
-    p.add_argument("--config", "-c", required=True, help="configs/NAME.toml")
+    p.add_argument(
+        "--config", "-c", required=True, help="a TOML file, or a shipped preset: tiny-cpu, oxen-1.5b, modern-1.5b"
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. train.max_steps=10")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in train.output_dir")
     p.set_defaults(func=cmd_train)

@@ -284,6 +284,16 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
+def preset_path(path: str | Path) -> Path:
+    """A config file: the path as given, else a shipped preset by path or by name (``tiny-cpu``)."""
+    from .data import shipped_path
+
+    candidate = shipped_path(str(path))
+    if candidate.exists() or Path(path).suffix:
+        return candidate
+    return shipped_path(f"configs/{path}.toml")
+
+
 def load_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
     """Read a TOML config (or the defaults), apply ``--set`` overrides, validate."""
     data: dict[str, Any] = {}
@@ -291,7 +301,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     if path is not None:
         source = str(path)
         try:
-            data = tomllib.loads(Path(path).read_text())
+            data = tomllib.loads(preset_path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file not found: {path}") from None
         except tomllib.TOMLDecodeError as exc:

@@ -134,9 +134,22 @@ def normalize(record: Any, where: str) -> Problem:
     )
 
 
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def shipped_path(spec: str) -> Path:
+    """``spec`` itself when it exists; else the copy shipped inside the package (``data/...`` and
+    ``configs/...``), so presets work from any directory and from an installed wheel."""
+    path = Path(spec)
+    if path.exists() or path.is_absolute():
+        return path
+    shipped = PACKAGE_DIR / path
+    return shipped if shipped.exists() else path
+
+
 def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
     """Raw records with a location label each, from a file or a `datasets` name."""
-    path = Path(spec)
+    path = shipped_path(spec)
     if path.suffix == ".jsonl" or (path.exists() and path.suffix == ".json"):
         if not path.exists():
             raise DataError(f"dataset file not found: {spec}")

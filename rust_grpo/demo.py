@@ -8,7 +8,7 @@ from .callbacks import read_metrics
 from .config import load_config
 from .train import train
 
-DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "tiny-cpu.toml"
+DEMO_CONFIG = Path(__file__).resolve().parent / "configs" / "tiny-cpu.toml"
 
 
 def run_demo(out: Path, steps: int = 8, config: Path = DEMO_CONFIG) -> dict[str, float]:

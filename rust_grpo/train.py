@@ -80,7 +80,7 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
         report_to=t.report_to,
         log_completions=t.log_completions,
         reward_weights=reward_weights,
-        gradient_checkpointing=cfg.model.gradient_checkpointing,
+        activation_checkpointing=cfg.model.gradient_checkpointing,  # transformers 5 renamed gradient_checkpointing
         remove_unused_columns=False,
         disable_tqdm=False,
     )
