@@ -11,7 +11,9 @@ first) and on the same line, so the program's line numbers do not move. There:
 - every generated file and module name carries a fresh random tag, so the program cannot name
   them in ``include_str!`` or shadow them with a module of its own;
 - the sentinel (the test that sorts last and proves the run reached its end) prints a nonce it
-  reads at run time from descriptor 3. The nonce is in no file and not in the binary.
+  reads at run time from a root-owned file that the driver writes just before tests run, in a
+  directory nobody can list; only the (exec-only) test binary knows its name. The hidden run's
+  sentinel sits in the hidden tests' own file.
 
 Hidden tests and the program's own tests run as two separate, filtered runs of one test binary.
 When that binary does not build but the program does (say, its own tests do not compile), the
@@ -20,13 +22,15 @@ hidden tests are built again against a copy of the program whose ``cfg(test)`` i
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from dataclasses import dataclass
 
 from .jobs import Job, TestMode
+from .rustlex import LexError, code_only, inner_attributes_end
 
-NONCE_FD = 3
+NONCE_DIR = ".rg"  # root-owned, mode 0711: the nonce file in it can be read by name only
 STD_MACROS = (
     "assert, assert_eq, assert_ne, debug_assert, debug_assert_eq, debug_assert_ne, panic, todo, unimplemented, "
     "unreachable, matches, vec, format, print, println, eprint, eprintln, write, writeln"
@@ -39,7 +43,7 @@ _CFG_MOD = re.compile(
 )
 _MACRO_RULES = re.compile(r"\bmacro_rules!\s*\w+\s*[\{\(\[]")
 _CFG_CALL = re.compile(r"\bcfg(?:_attr)?\s*!?\s*\(")
-_TEST_WORD = re.compile(r"(?<![\w\"])test(?![\w\"])")
+_TEST_WORD = re.compile(r"(?<!\w)test(?!\w)")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Assembly:
 
     files: dict[str, str]
     nonce: str
+    nonce_path: str  # where the driver writes the nonce (root-owned, unlisted directory) before tests run
     tag: str
     hidden_expected: int  # tests the job's own ``tests`` hold; a run with fewer is never ok
     has_own_tests: bool
@@ -56,17 +61,20 @@ class Assembly:
     hidden_root: str | None = None  # unit/main mode: program with its own tests off + hidden tests
 
     @property
-    def hidden_filter(self) -> str:
-        """libtest name filter that selects the hidden tests and the sentinel, and nothing else."""
-        return f"{self.tag}_"
-
-    @property
     def hidden_module(self) -> str:
+        """Also the libtest filter of the hidden run (``{tag}_hidden::`` holds its sentinel too)."""
         return f"{self.tag}_hidden"
 
     @property
     def sentinel_test(self) -> str:
+        """The own run's sentinel (integration mode: the hidden run's too)."""
         return f"zzzz_{self.tag}_end::zzzz_done"
+
+    @property
+    def hidden_sentinel_test(self) -> str:
+        if self.test_path is not None:
+            return self.sentinel_test
+        return f"{self.hidden_module}::zzzz_{self.tag}_end::zzzz_done"
 
     @property
     def generated(self) -> frozenset[str]:
@@ -74,85 +82,35 @@ class Assembly:
         return frozenset(name for name in self.files if name != self.lib_path)
 
 
-def skip_trivia(text: str, pos: int) -> int:
-    """Index of the first character at or after ``pos`` that is not whitespace or a comment."""
-    n = len(text)
-    while pos < n:
-        if text[pos].isspace():
-            pos += 1
-        elif text.startswith("//", pos):
-            end = text.find("\n", pos)
-            pos = n if end < 0 else end + 1
-        elif text.startswith("/*", pos):
-            depth, pos = 1, pos + 2
-            while pos < n and depth:
-                if text.startswith("/*", pos):
-                    depth, pos = depth + 1, pos + 2
-                elif text.startswith("*/", pos):
-                    depth, pos = depth - 1, pos + 2
-                else:
-                    pos += 1
-        else:
-            break
-    return pos
-
-
-def _skip_string(text: str, pos: int) -> int:
-    """End of the string literal starting at ``pos`` ("..." or r#"..."#)."""
-    if text[pos] == "r":
-        hashes = 0
-        pos += 1
-        while pos < len(text) and text[pos] == "#":
-            hashes, pos = hashes + 1, pos + 1
-        end = text.find('"' + "#" * hashes, pos + 1)
-        return len(text) if end < 0 else end + 1 + hashes
-    pos += 1
-    while pos < len(text) and text[pos] != '"':
-        pos += 2 if text[pos] == "\\" else 1
-    return pos + 1
-
-
-def _skip_brackets(text: str, pos: int) -> int:
-    """End of the bracketed group starting at ``text[pos]`` (one of ``([{``), skipping strings."""
+def _match_bracket(code: str, pos: int) -> int:
+    """End of the bracketed group opening at ``code[pos]``, in text whose literals are blanked."""
     depth = 0
-    while pos < len(text):
-        ch = text[pos]
-        if ch in "([{":
+    for i in range(pos, len(code)):
+        if code[i] in "([{":
             depth += 1
-        elif ch in ")]}":
+        elif code[i] in ")]}":
             depth -= 1
             if depth == 0:
-                return pos + 1
-        elif ch == '"' or (ch == "r" and re.match(r'r#*"', text[pos : pos + 8])):
-            pos = _skip_string(text, pos)
-            continue
-        pos += 1
-    return len(text)
+                return i + 1
+    return len(code)
 
 
-def inner_attributes_end(text: str) -> int:
-    """Offset just after the leading inner attributes and comments: the first place an item may go."""
-    pos = end = skip_trivia(text, 0)
-    while (
-        text.startswith("#!", pos)
-        and skip_trivia(text, pos + 2) < len(text)
-        and text[skip_trivia(text, pos + 2)] == "["
-    ):
-        end = _skip_brackets(text, skip_trivia(text, pos + 2))
-        pos = skip_trivia(text, end)
-    return end
+def _code(text: str) -> str:
+    """``text`` with comments and literals blanked; unlexable text is searched as it is."""
+    try:
+        return code_only(text)
+    except LexError:
+        return text
 
 
 def count_tests(text: str) -> int:
     """A lower bound on the ``#[test]`` functions ``text`` (trusted test code) always compiles to:
     tests behind a ``#[cfg(...)]`` other than ``cfg(test)`` (on the test or its module: features are
-    off) and tests written
-    inside ``macro_rules!`` bodies
-    (counted by their expansions, unknown here) are left out."""
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    spans = sorted(
-        (m.start(), _skip_brackets(code, m.end() - 1)) for m in [*_MACRO_RULES.finditer(code), *_CFG_MOD.finditer(code)]
-    )
+    off) and tests written inside ``macro_rules!`` bodies (counted by their expansions, unknown
+    here) are left out."""
+    code = _code(text)
+    starts = [*_MACRO_RULES.finditer(code), *_CFG_MOD.finditer(code)]
+    spans = sorted((m.start(), _match_bracket(code, m.end() - 1)) for m in starts)
     kept, pos = [], 0
     for start, end in spans:
         if start >= pos:
@@ -167,17 +125,21 @@ def count_tests(text: str) -> int:
 
 
 def without_own_tests(program: str) -> str:
-    """The program with its ``cfg(test)`` items and ``#[test]`` functions off, as in a non-test build."""
+    """The program with its ``cfg(test)`` items and ``#[test]`` functions off, as in a non-test build.
+    Only code changes: comments, strings and char literals are never touched."""
+    code = _code(program)
+    edits: list[tuple[int, int, str]] = []
+    for match in _CFG_CALL.finditer(code):
+        end = _match_bracket(code, match.end() - 1)
+        for word in _TEST_WORD.finditer(code, match.end(), end):
+            edits.append((word.start(), word.end(), "any()"))
+    edits += [(m.start(), m.end(), "#[cfg(any())]") for m in _TEST_ATTR.finditer(code)]
     out, pos = [], 0
-    for match in _CFG_CALL.finditer(program):
-        if match.start() < pos:
-            continue
-        end = _skip_brackets(program, match.end() - 1)
-        out.append(program[pos : match.end()])
-        out.append(_TEST_WORD.sub("any()", program[match.end() : end]))
-        pos = end
-    out.append(program[pos:])
-    return _TEST_ATTR.sub("#[cfg(any())]", "".join(out))
+    for start, end, text in sorted(set(edits)):
+        if start >= pos:
+            out += [program[pos:start], text]
+            pos = end
+    return "".join(out) + program[pos:]
 
 
 def _decl(path: str, module: str, cfg_test: bool = True) -> str:
@@ -185,63 +147,79 @@ def _decl(path: str, module: str, cfg_test: bool = True) -> str:
 
 
 def _insert(program: str, text: str) -> str:
-    at = inner_attributes_end(program)
+    """``text`` before the program's first item, on the line where its inner attributes end (line
+    numbers stay). Text that does not lex gets it at the very start: nothing can wrap it there,
+    and rustc rejects such text anyway."""
+    try:
+        at = inner_attributes_end(program)
+    except LexError:
+        at = 0
     return program[:at] + text + program[at:]
 
 
-def _sentinel() -> str:
+def _sentinel_test(nonce_path: str) -> str:
+    """The test that sorts last and proves the run reached its end: it prints the nonce, which it
+    reads from a root-owned file whose name only this (exec-only) binary knows."""
     return (
-        "#![allow(warnings, clippy::all)]\n"
         "#[test]\n"
         "fn zzzz_done() {\n"
-        "    use std::io::{Read, Write};\n"
-        "    use std::os::unix::io::FromRawFd;\n"
-        "    let mut nonce = Vec::new();\n"
-        "    // The binary is exec-only, so /proc/self/fd is closed to it: read the inherited fd itself.\n"
-        f"    let mut fd = std::mem::ManuallyDrop::new(unsafe {{ std::fs::File::from_raw_fd({NONCE_FD}) }});\n"
-        "    let mut byte = [0u8; 1];\n"
-        "    while let Ok(1) = fd.read(&mut byte) {\n"
-        "        if byte[0] == b'\\n' { break; }\n"
-        "        nonce.push(byte[0]);\n"
-        "    }\n"
-        "    let mut out = std::io::stdout();\n"
-        '    let _ = out.write_all(b"\\nRG_SENTINEL_");\n'
-        "    let _ = out.write_all(&nonce);\n"
-        '    let _ = out.write_all(b"\\n");\n'
+        "    use ::std::io::Write;\n"
+        f'    let nonce = ::std::fs::read_to_string("{nonce_path}").unwrap_or_default();\n'
+        "    let mut out = ::std::io::stdout();\n"
+        '    let _ = out.write_all(::std::format!("\\nRG_SENTINEL_{}\\n", nonce.trim()).as_bytes());\n'
         "    let _ = out.flush();\n"
         "}\n"
     )
 
 
-def assemble(job: Job) -> Assembly:
-    """Lay out ``job`` as crate files with fresh random names and a fresh nonce."""
+def assemble(job: Job, work_dir: str) -> Assembly:
+    """Lay out ``job`` as crate files with fresh random names and a fresh nonce. ``work_dir`` is the
+    steps' view of the work directory, where the driver puts the nonce file just before tests run."""
     tag = "rg" + secrets.token_hex(8)
     nonce = secrets.token_hex(16)
+    nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
     hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden"
     imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; "
-    own = _TEST_ATTR.search(re.sub(r"//[^\n]*", "", job.source)) is not None
-    files = {sentinel_file: _sentinel()}
+    own = _TEST_ATTR.search(_code(job.source)) is not None
+    sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path)
+    files = {sentinel_file: sentinel}
+    layout = functools.partial(Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own)
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))
         test_file = f"{tag}_t.rs"
         files[test_file] = (
             _insert(job.tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
         )
-        return Assembly(files, nonce, tag, count_tests(job.tests), own, test_path=test_file)
+        return layout(
+            files,
+            hidden_expected=count_tests(job.tests),
+            test_path=test_file,
+        )
     if not job.tests.strip():
-        decls = _decl(sentinel_file, sentinel_mod) if own else ""
-        return Assembly(
-            {**files, "lib.rs": _insert(job.source, decls)} if own else {"lib.rs": job.source}, nonce, tag, 0, own
+        files = (
+            {**files, "lib.rs": _insert(job.source, _decl(sentinel_file, sentinel_mod))}
+            if own
+            else {"lib.rs": job.source}
+        )
+        return layout(
+            files,
+            hidden_expected=0,
         )
     hidden = f"#[allow(unused_imports)] use super::*;\n{imports}\n{job.tests}\n"
     expected = count_tests(job.tests)
     if job.test_mode is TestMode.MAIN:
         hidden += "\n#[test]\nfn rg_main() {\n    main();\n}\n"
         expected = 1
+    # The hidden run's sentinel lives in the hidden tests' own file: no way to keep one, drop the other.
+    hidden += f"\n#[allow(warnings, clippy::all)]\nmod zzzz_{tag}_end {{\n{_sentinel_test(nonce_path)}}}\n"
     files[hidden_file] = hidden
     decls = _decl(hidden_file, hidden_mod) + _decl(sentinel_file, sentinel_mod)
     files["lib.rs"] = _insert(job.source, decls)
     root = f"{tag}_r.rs"
     files[root] = _insert(without_own_tests(job.source), decls)
-    return Assembly(files, nonce, tag, expected, own, hidden_root=root)
+    return layout(
+        files,
+        hidden_expected=expected,
+        hidden_root=root,
+    )

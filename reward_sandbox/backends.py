@@ -32,6 +32,10 @@ CARGO = "cargo"
 BACKENDS = (FAST, CARGO)
 DIAG_BYTES = 4 * 1024 * 1024
 FORCED_LINTS = ["--force-warn", "clippy::all", "--force-warn", "unused"]
+NO_UNSAFE = [
+    "-F",
+    "unsafe_code",
+]  # no FFI, no raw fds, no link-section constructors: the harness's output stays its own
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,6 @@ def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = 
         env={"RUSTC_BOOTSTRAP": "1"},
         when=when,
         cwd=cwd,
-        nonce=True,
         exec_only=exec_only,
     )
 
@@ -102,7 +105,14 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     rustc = f"{layout.toolchain}/bin/rustc"
     src, work = layout.src, layout.work
     codegen = ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
-    common = ["--edition", job.edition, "--crate-name", job.crate_name, *codegen]
+    common = [
+        "--edition",
+        job.edition,
+        "--crate-name",
+        job.crate_name,
+        *codegen,
+        *([] if job.allow_unsafe else NO_UNSAFE),
+    ]
     check = [
         clippy,
         *common,
@@ -174,7 +184,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         steps.append(
             _run_step(
                 "run_hidden",
-                [f"{work}/test_bin", asm.hidden_filter, *tests],
+                [f"{work}/test_bin", f"{asm.hidden_module}::", *tests],
                 limits,
                 when="ok:testc|ok:hiddenc",
                 cwd=src,
@@ -182,7 +192,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         )
     run_own = None
     if asm.has_own_tests:
-        own_args = ["--skip", asm.hidden_module] if has_hidden else []
+        own_args = ["--skip", f"{asm.hidden_module}::"] if has_hidden else []
         steps.append(_run_step("run_own", [f"{work}/test_bin", *own_args, *tests], limits, when="ok:testc", cwd=src))
         run_own = "run_own"
     return Plan(
@@ -223,7 +233,8 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         "CARGO_HOME": f"{layout.work}/cargo-home",
         "RUSTC": f"{layout.toolchain}/bin/rustc",
         "CARGO_TARGET_DIR": f"{layout.work}/proj/target",
-        "RUSTFLAGS": f"-C debuginfo=0 -C opt-level={job.opt_level}",
+        "RUSTFLAGS": f"-C debuginfo=0 -C opt-level={job.opt_level}"
+        + ("" if job.allow_unsafe else " " + " ".join(NO_UNSAFE)),
         "PATH": f"{layout.toolchain}/bin:/usr/bin:/bin",
     }
 
@@ -249,10 +260,10 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         steps.append(run_tests("run_hidden", f"{asm.tag}_t", [], "ok:testc"))
         run_hidden = "run_hidden"
     elif asm.hidden_root is not None:
-        steps.append(run_tests("run_hidden", job.crate_name, [asm.hidden_filter], "ok:testc"))
+        steps.append(run_tests("run_hidden", job.crate_name, [f"{asm.hidden_module}::"], "ok:testc"))
         run_hidden = "run_hidden"
     if asm.has_own_tests:
-        skip = ["--skip", asm.hidden_module] if asm.hidden_root is not None else []
+        skip = ["--skip", f"{asm.hidden_module}::"] if asm.hidden_root is not None else []
         steps.append(run_tests("run_own", job.crate_name, skip, "ok:testc"))
         run_own = "run_own"
     return Plan(steps, ["build"], ["clippy"], ["testc"], "testc" if run_own else None, run_hidden, run_own, uid_secrets)

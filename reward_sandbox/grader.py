@@ -69,8 +69,8 @@ def grade_job(
     job_dir = JobDir(_scratch_root() / secrets.token_hex(16))
     try:
         _prepare_dirs(job_dir, slot.uid)
-        asm = assemble(job)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
+        asm = assemble(job, layout.work)
         plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, limits)
         files = cargo_files(job, asm) if backend == CARGO else {**asm.files, "Cargo.toml": cargo_manifest(job)}
         for rel, text in files.items():
@@ -78,7 +78,8 @@ def grade_job(
             path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             path.write_text(text)
             path.chmod(0o644)
-        script = driver_script(plan.steps, layout, slot.uid, plan.uid_secrets)
+        isolation.protect_sources(job_dir, slot.uid)
+        script = driver_script(plan.steps, layout, slot.uid, plan.uid_secrets, asm.nonce_path)
         job_dir.driver.write_text(script)
         job_dir.driver.chmod(0o600)
         if slot.memory is not None:
@@ -98,6 +99,7 @@ def grade_job(
     finally:
         if slot.uid is not None:
             kill_uid(slot.uid)
+            isolation.after_job(slot.uid)
         if slot.memory is not None:
             slot.memory.kill_all()
         shutil.rmtree(job_dir.root, ignore_errors=True)
@@ -168,14 +170,25 @@ def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[
 
 
 def _suite(
-    asm: Assembly, outcome: DriverOutcome, run_name: str | None, compile_names: list[str], expected: int, what: str
+    asm: Assembly,
+    outcome: DriverOutcome,
+    run_name: str | None,
+    compile_names: list[str],
+    expected: int,
+    what: str,
+    sentinel: str,
 ) -> tuple[SuiteReport, str]:
     """The report of one suite: from its run, or, when it never ran, why (its build failed)."""
     if run_name is None:
         return SuiteReport(expected=expected), ""
     run = _ran(outcome, run_name)
     if run is not None:
-        return parse_test_log(run.output, asm.nonce, run.status, asm.sentinel_test, expected)
+        try:
+            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected)
+        except Exception as exc:  # noqa: BLE001 - the program wrote this output: its fault, never a sandbox error
+            return SuiteReport(
+                ran=True, failed=max(expected, 1), expected=expected, note=f"unreadable test output ({exc})"
+            ), ""
     ran_compiles = [outcome.steps[n] for n in compile_names if _ran(outcome, n) is not None]
     if not ran_compiles:
         return SuiteReport(expected=expected), ""
@@ -219,10 +232,20 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
     )
     if build_ok:
         hidden, hidden_text = _suite(
-            asm, outcome, plan.run_hidden, plan.hidden_compile, asm.hidden_expected, "the hidden tests"
+            asm,
+            outcome,
+            plan.run_hidden,
+            plan.hidden_compile,
+            asm.hidden_expected,
+            "the hidden tests",
+            asm.hidden_sentinel_test,
         )
         own_compiles = [plan.own_compile] if plan.own_compile else []
-        own, own_text = _suite(asm, outcome, plan.run_own, own_compiles, 0, "the program's own tests")
+        own, own_text = _suite(
+            asm, outcome, plan.run_own, own_compiles, 0, "the program's own tests", asm.sentinel_test
+        )
+        if own.ran and own.trusted and own.total == 0:
+            own = SuiteReport()  # `#[test]` only in text the lexer could not see through, or all cfg'd off
         tests = TestReport(hidden=hidden, own=own, output="\n".join(t for t in (hidden_text, own_text) if t))
     else:  # nothing ran: the program itself does not build
         hidden, own = SuiteReport(expected=asm.hidden_expected), SuiteReport()
@@ -245,7 +268,7 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
         status, reason = resource
     elif (hidden.ran or hidden.expected) and not hidden.ok:
         status, reason = Status.TEST_FAILURE, "hidden tests: " + (hidden.note or f"{hidden.failed} failed")
-    elif plan.run_own and not own.ok:
+    elif plan.run_own and own.failed:  # failed, did not compile, or did not run honestly
         status, reason = Status.TEST_FAILURE, "own tests: " + (own.note or f"{own.failed} failed")
     else:
         status, reason = Status.OK, ""

@@ -19,6 +19,7 @@ A new level is one more subclass of :class:`Isolation`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -68,6 +69,14 @@ class Isolation(ABC):
 
     def caveat(self) -> str | None:
         """What this level does not guarantee, when that is worth a warning."""
+        return None
+
+    def protect_sources(self, job: JobDir, uid: int | None) -> None:
+        """Make the written sources readable by the job's uid and nobody else's, where that matters."""
+        return None
+
+    def after_job(self, uid: int | None) -> None:
+        """Undo what a job could leave on the host."""
         return None
 
 
@@ -187,6 +196,22 @@ class RlimitsOnly(Isolation):
             return "not running as root: untrusted code runs as this user and can read this user's files"
         return None
 
+    def protect_sources(self, job: JobDir, uid: int | None) -> None:
+        """No mount namespace hides the job dir here: it belongs to the slot uid alone (0700), so no
+        other job, running as another uid, can read these hidden tests while they compile."""
+        if uid is None:
+            return
+        for path in [job.src, *job.src.rglob("*")]:
+            os.chown(path, uid, uid)
+            path.chmod(0o700 if path.is_dir() else 0o600)
+
+    def after_job(self, uid: int | None) -> None:
+        """Files the job wrote to the host's world-writable directories go with it."""
+        if uid is None:
+            return
+        for base in SHARED_WRITABLE:
+            _remove_owned_by(Path(base), uid)
+
     def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
         return Layout(
             src=str(job.src),
@@ -210,6 +235,28 @@ class RlimitsOnly(Isolation):
 
 
 LEVELS: dict[str, type[Isolation]] = {BWRAP: Bubblewrap, RLIMITS: RlimitsOnly}
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _remove_owned_by(base: Path, uid: int) -> None:
+    """Delete everything under ``base`` that ``uid`` owns (without following links)."""
+    if not base.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in [*filenames, *dirnames]:
+            path = Path(dirpath) / name
+            try:
+                owned = path.lstat().st_uid == uid
+            except OSError:
+                continue
+            if not owned:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+                dirnames[:] = [d for d in dirnames if d != name]
+            else:
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
 @functools.lru_cache(maxsize=1)

@@ -44,6 +44,7 @@ class Job:
     edition: str = "2021"
     include_ignored: bool = False
     opt_level: int = 0  # 0 = debug build (fast to compile); 2-3 for suites meant to run in release mode
+    allow_unsafe: bool = False  # `unsafe` is forbidden by default: FFI could take over the harness's output
 
     @property
     def has_tests(self) -> bool:
@@ -118,6 +119,9 @@ class Job:
         include_ignored = record.get("include_ignored", False)
         if not isinstance(include_ignored, bool):
             raise InvalidJob(f"{where}: 'include_ignored' must be true or false")
+        allow_unsafe = record.get("allow_unsafe", False)
+        if not isinstance(allow_unsafe, bool):
+            raise InvalidJob(f"{where}: 'allow_unsafe' must be true or false")
         return cls(
             id=job_id,
             source=source,
@@ -128,6 +132,7 @@ class Job:
             edition=edition,
             include_ignored=include_ignored,
             opt_level=opt_level,
+            allow_unsafe=allow_unsafe,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,4 +149,6 @@ class Job:
             out["include_ignored"] = True
         if self.opt_level:
             out["opt_level"] = self.opt_level
+        if self.allow_unsafe:
+            out["allow_unsafe"] = True
         return out

@@ -53,7 +53,6 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
     when: str = "always"
     cwd: str = ""  # run from this directory (default: the work dir)
-    nonce: bool = False  # gets the sentinel's nonce pipe as fd 3
     exec_only: bool = False  # argv[0] becomes root-owned and mode 0111: the program can execute it, not read it
 
 
@@ -100,7 +99,7 @@ def _condition(when: str) -> str:
     return " || ".join("{ " + " && ".join(atom(t) for t in alt.split("&")) + "; }" for alt in when.split("|"))
 
 
-def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str], nonce: bool) -> str:
+def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str]) -> str:
     cwd = step.cwd or "-"
     args = [
         layout.runner,
@@ -113,7 +112,7 @@ def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str], n
         str(step.file_size_mb),
         str(step.open_files),
         str(step.stack_mb),
-        str(NONCE_FD if nonce else -1),
+        "-1",  # the nonce reaches the sentinel through a file, not a descriptor
         cwd,
         "--",
         *argv,
@@ -122,14 +121,16 @@ def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str], n
     return (env + " " if env else "") + " ".join(shlex.quote(a) for a in args)
 
 
-def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secrets: list[str]) -> str:
+def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secrets: list[str], nonce_path: str) -> str:
     """A bash script that runs the steps and reports on the control fd.
 
     Before the first step that runs untrusted code it says ``scrub`` and waits for the host to
     delete the sources (hidden tests included) and answer; ``uid_secrets``, copies the slot uid
-    made, are deleted as that uid. No source or generated file is readable once tests run.
+    made, are deleted as that uid. No source or generated file is readable once tests run. Then it
+    writes the nonce it reads from the host's pipe to ``nonce_path`` (root-owned file, unlisted
+    directory), where the sentinel test finds it by a name only the exec-only binary holds.
     """
-    lines = ["exec 0</dev/null", f"cd {shlex.quote(layout.work)} || exit 90"]
+    lines = ["exec 0</dev/null", "umask 022", f"cd {shlex.quote(layout.work)} || exit 90"]
     kinds = [step.kind for step in steps]
     if "run" in kinds and "compile" in kinds[kinds.index("run") :]:
         raise ValueError("every compile step must come before the first run step")
@@ -140,15 +141,18 @@ def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secret
         if step.kind == "run" and not scrubbed:  # unconditionally, whichever run step comes first
             scrubbed = True
             lines.append(f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92")
+            nonce_dir = os.path.dirname(nonce_path)
+            lines.append(
+                f"read -r _nonce <&{NONCE_FD} && mkdir -m 0711 {shlex.quote(nonce_dir)} && "
+                f"printf '%s\\n' \"$_nonce\" > {shlex.quote(nonce_path)} || exit 94; unset _nonce"
+            )
             if uid_secrets:
                 scrub = Step("scrub", [], "compile", 30, 10, 256, 8, 1, 64, 64, 0)
-                lines.append(
-                    _runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets], False) + " >/dev/null 2>&1"
-                )
+                lines.append(_runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets]) + " >/dev/null 2>&1")
             if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
                 lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
-        call = _runner_call(layout, step, uid, argv, step.nonce)
+        call = _runner_call(layout, step, uid, argv)
         if step.exec_only:
             call = f"RG_EXEC_ONLY={shlex.quote(argv[0])} {call}"
         body.append(f"{call} >&{fd} 2>&{fd}")
@@ -179,7 +183,7 @@ def run_driver(
     pipes: dict[int, tuple[int, int]] = {FIRST_STEP_FD + i: os.pipe() for i in range(len(steps))}
     pipes[CONTROL_FD] = os.pipe()
     nonce_r, nonce_w = os.pipe()
-    os.write(nonce_w, f"{nonce}\n{nonce}\n".encode())
+    os.write(nonce_w, f"{nonce}\n".encode())
     os.close(nonce_w)
     ack_r, ack_w = os.pipe()
     misc_r, misc_w = os.pipe()

@@ -9,7 +9,8 @@
  *   - gets its rlimits (CPU, address space, stack, processes, file size, open files, no core),
  *   - closes every descriptor but stdin/stdout/stderr (and the nonce pipe, moved to fd 3),
  *   - drops to the slot uid with no groups, sets no_new_privs and installs a seccomp filter
- *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls.
+ *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls, and any
+ *     socket but a local (AF_UNIX) one.
  *
  * With RG_EXEC_ONLY=PATH in its environment, the parent (root) first makes the compiler's output
  * PATH root-owned with mode 0111: the program may execute its test binary but not read it, which
@@ -36,6 +37,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +75,12 @@ static void install_seccomp(void) {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
         BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NS_FLAGS, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* sockets: local (AF_UNIX) only, so not even the rlimits fallback reaches a network */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         DENY(__NR_unshare), DENY(__NR_setns), DENY(__NR_mount), DENY(__NR_umount2), DENY(__NR_pivot_root),
         DENY(__NR_chroot), DENY(__NR_ptrace), DENY(__NR_process_vm_readv), DENY(__NR_process_vm_writev),

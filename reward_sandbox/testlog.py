@@ -55,14 +55,18 @@ def parse_test_log(
             continue
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # the program can print anything, nested 100k deep too
             continue
         if not isinstance(event, dict):
             continue
         kind, what = event.get("type"), event.get("event")
         if kind == "suite":
             if what == "started" and announced is None:
-                announced = event.get("test_count")
+                count = event.get("test_count")
+                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                    problems.append("a malformed suite event")
+                    continue
+                announced = count
             elif what in ("ok", "failed"):
                 if suite_end is not None:
                     problems.append("more than one suite result")
@@ -94,7 +98,9 @@ def parse_test_log(
     counts = _count(user_tests.values())
     if suite_end is None:
         problems.append("no suite result")
-    elif (suite_end.get("passed"), suite_end.get("failed")) != (counts.passed + 1, counts.failed):
+    elif (suite_end.get("passed"), suite_end.get("failed")) != (counts.passed + 1, counts.failed) or any(
+        isinstance(suite_end.get(k), bool) for k in ("passed", "failed")
+    ):
         problems.append("suite totals disagree with the per-test results")
     expected_exit = 0 if counts.failed == 0 else 101
     if exit_code != expected_exit:

@@ -10,7 +10,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from .rewards import RewardContext
+from .rewards import RewardContext, reward_values
 
 
 class MetricsJsonlCallback(TrainerCallback):
@@ -44,6 +44,38 @@ class MetricsJsonlCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
+
+
+class SamplesCallback(TrainerCallback):
+    """Writes a few graded completions of every N-th step to ``samples.jsonl``, with their rewards."""
+
+    def __init__(self, path: Path, context: RewardContext, every: int = 1, per_step: int = 4) -> None:
+        self.path = Path(path)
+        self.context = context
+        self.every = every
+        self.per_step = per_step
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        batches = list(self.context.graded)
+        self.context.graded.clear()
+        if not self.every or not batches or batches[0].step % self.every:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
+        with open(self.path, "a", encoding="utf-8") as fh:
+            for batch in batches:
+                for text, sample_id, e in zip(batch.texts, batch.ids, batch.evaluations):
+                    if written == self.per_step:
+                        return
+                    record = {
+                        "step": batch.step,
+                        "id": sample_id,
+                        "completion": text,
+                        "status": e.result.status.value if e.result else "no_code",
+                        "rewards": reward_values(e, self.context.min_tests),
+                    }
+                    fh.write(json.dumps(record) + "\n")
+                    written += 1
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

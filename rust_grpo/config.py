@@ -7,6 +7,7 @@ time and says how to fix the problem, so a bad config fails before a model is lo
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import sys
 import types
@@ -162,6 +163,19 @@ class TrainConfig:
     log_completions: bool = _f(False, "Let TRL print a completions table each logging step.")
 
     def __post_init__(self) -> None:
+        positive = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
+                    "max_completion_length", "temperature", "num_iterations", "logging_steps", "save_steps")  # fmt: skip
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"train.{name} must be positive, got {getattr(self, name)!r}")
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ConfigError(
+                f"train.max_steps must be a positive number of steps, or -1 for whole epochs; got {self.max_steps}"
+            )
+        if not 0 < self.top_p <= 1 or self.beta < 0 or self.epsilon <= 0 or self.warmup_steps < 0:
+            raise ConfigError(
+                "train.top_p must be in (0, 1], train.beta and train.warmup_steps >= 0, train.epsilon > 0"
+            )
         if self.num_generations < 2:
             raise ConfigError(
                 "train.num_generations must be >= 2: GRPO's advantages compare completions within a group"
@@ -210,6 +224,7 @@ class RunConfig:
     reward: RewardConfig = field(default_factory=RewardConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     vllm: VllmConfig = field(default_factory=VllmConfig)
+    trl: dict[str, Any] = field(default_factory=dict)  # any other GRPOConfig field, passed through as is
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -221,7 +236,7 @@ class RunConfig:
 SECTIONS = {f.name: f.type for f in dataclasses.fields(RunConfig)}
 
 
-def _section_class(name: str) -> type:
+def _section_class(name: str) -> type:  # [trl] is a plain table, handled apart
     hint: type = typing.get_type_hints(RunConfig)[name]
     return hint
 
@@ -251,20 +266,62 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     raise ConfigError(f"{where} must be {name}, got {value!r}")
 
 
+def _suggest(key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def interpreted_trl_fields() -> set[str]:
+    """GRPOConfig fields that our own sections set (they may not be set again under [trl])."""
+    return {f.name for f in dataclasses.fields(TrainConfig)} - {"samples_every", "samples_per_step", "output_dir"} | {
+        "output_dir",
+        "use_vllm",
+        "vllm_mode",
+        "reward_weights",
+        "activation_checkpointing",
+        "gradient_checkpointing",
+    }
+
+
+def check_trl_table(values: dict[str, Any], source: str) -> dict[str, Any]:
+    """[trl] keys must be fields of the installed TRL's GRPOConfig that our sections do not set."""
+    try:
+        from trl import GRPOConfig
+    except ImportError:  # checked again when the trainer is built
+        return dict(values)
+    fields_ = sorted(f.name for f in dataclasses.fields(GRPOConfig))
+    ours = interpreted_trl_fields()
+    for key in values:
+        if key in ours:
+            raise ConfigError(
+                f"{source}: trl.{key} is set by our own config: use train.{key} (or the section that owns it)"
+            )
+        if key not in fields_:
+            raise ConfigError(f"{source}: trl.{key} is not a GRPOConfig field of TRL{_suggest(key, fields_)}")
+    return dict(values)
+
+
 def from_dict(data: dict[str, Any], source: str = "config") -> RunConfig:
-    sections = {}
+    sections: dict[str, Any] = {}
     for name, values in data.items():
         if name not in SECTIONS:
-            raise ConfigError(f"{source}: unknown section [{name}]; known: {', '.join(SECTIONS)}")
+            raise ConfigError(
+                f"{source}: unknown section [{name}]{_suggest(name, list(SECTIONS))}; known: {', '.join(SECTIONS)}"
+            )
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: [{name}] must be a table")
+        if name == "trl":
+            sections[name] = check_trl_table(values, source)
+            continue
         cls = _section_class(name)
         hints = typing.get_type_hints(cls)
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {}
         for key, value in values.items():
             if key not in known:
-                raise ConfigError(f"{source}: unknown key {name}.{key}; known: {', '.join(sorted(known))}")
+                raise ConfigError(
+                    f"{source}: unknown key {name}.{key}{_suggest(key, sorted(known))}; known: {', '.join(sorted(known))}"
+                )
             kwargs[key] = _coerce(value, hints[key], f"{name}.{key}")
         if name == "reward" and "weights" in kwargs:  # a partial table overrides only the named weights
             kwargs["weights"] = {**RewardConfig().weights, **kwargs["weights"]}

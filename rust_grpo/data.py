@@ -36,6 +36,7 @@ class Problem:
     include_ignored: bool = False  # run #[ignore] tests too (Exercism marks most of them so)
     edition: str = "2021"
     opt_level: int = 0  # Exercism's release-mode exercises need an optimised build to finish in time
+    allow_unsafe: bool = False  # the sandbox forbids `unsafe` unless a problem needs it (see reward_sandbox.Job)
 
     def job(self, source: str, job_id: str | None = None) -> Job:
         """A validated sandbox job grading ``source`` against this problem's hidden tests; raises
@@ -49,6 +50,7 @@ class Problem:
             "crate_name": self.crate_name,
             "edition": self.edition,
             "opt_level": self.opt_level,
+            "allow_unsafe": self.allow_unsafe,
         }
         if self.tests.strip():
             record.update(tests=self.tests, include_ignored=self.include_ignored)
@@ -71,7 +73,7 @@ class Problem:
 
 
 # The Problem fields a grading job needs; they travel as dataset columns to the reward functions.
-JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level")
+JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level", "allow_unsafe")
 _JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Problem) if f.name in JOB_COLUMNS}
 
 
@@ -98,13 +100,30 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def oxen_tests(asserts: str) -> str:
+    """Oxen's ``rust_test_list`` is bare statements (``assert_eq!(f(1), 2);`` one per line), not
+    ``#[test]`` functions: each becomes a test of its own, so credit is per assert. A list that
+    already holds ``#[test]`` functions is kept as it is."""
+    if "#[test]" in asserts or not asserts.strip():
+        return asserts
+    statements, current = [], ""
+    for line in asserts.splitlines():
+        current = f"{current}\n{line}" if current else line
+        if current.strip() and current.rstrip().endswith(";"):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip() + ("" if current.rstrip().endswith(";") else ";"))
+    return "".join(f"#[test]\nfn assert_{i}() {{\n    {s}\n}}\n\n" for i, s in enumerate(statements, 1))
+
+
 def normalize(record: Any, where: str) -> Problem:
     """One record in either schema -> Problem, or a DataError saying what is wrong."""
     if not isinstance(record, dict):
         raise DataError(f"{where}: expected an object, got {type(record).__name__}")
     if "rust_prompt" in record or "task_id" in record:  # Oxen's schema
         prompt, problem_id = _text(record.get("rust_prompt")), record.get("task_id")
-        solution, tests = _text(record.get("rust_code")), _text(record.get("rust_test_list"))
+        solution, tests = _text(record.get("rust_code")), oxen_tests(_text(record.get("rust_test_list")))
         signature = ""
     else:
         prompt, problem_id = _text(record.get("prompt")), record.get("id")
@@ -131,6 +150,7 @@ def normalize(record: Any, where: str) -> Problem:
         include_ignored=bool(record.get("include_ignored", False)),
         edition=str(record.get("edition") or "2021"),
         opt_level=int(record.get("opt_level") or 0),
+        allow_unsafe=bool(record.get("allow_unsafe", False)),
     )
 
 

@@ -92,7 +92,18 @@ def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
         test_mode="integration",
         crate_name=record.get("crate_name", record["slug"]).replace("-", "_"),
         include_ignored=True,
+        # the reference needs `unsafe` (a linked list, a ring buffer): this row's answers may use it too
+        allow_unsafe=_uses_unsafe(record.get("solution", "")),
     )
+
+
+def _uses_unsafe(code: str) -> bool:
+    from reward_sandbox.rustlex import LexError, code_only
+
+    try:
+        return re.search(r"\bunsafe\b", code_only(code)) is not None
+    except LexError:
+        return "unsafe" in code
 
 
 def _from_multipl_e(record: dict[str, Any]) -> Problem:

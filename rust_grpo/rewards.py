@@ -10,14 +10,12 @@ Own tests earn credit only when they would catch a wrong program (see ``mutants.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from reward_sandbox import GraderLike, InvalidJob, Job, Result, Status, TestMode
@@ -90,24 +88,24 @@ class Evaluation:
         return self.has_hidden and self.result is not None and self.result.tests.hidden.ok and not self.hacked
 
 
+@dataclass(frozen=True)
+class GradedBatch:
+    """One graded batch, kept for whoever reports on it (the samples callback)."""
+
+    step: int
+    ids: list[str]
+    texts: list[str]
+    evaluations: list[Evaluation]
+
+
 class RewardContext:
     """Grades each batch once and remembers it, keyed by the batch's completions and tests."""
 
-    def __init__(
-        self,
-        grader: GraderLike,
-        min_tests: int = 2,
-        samples_path: Path | None = None,
-        samples_every: int = 1,
-        samples_per_step: int = 4,
-        timeout_s: float | None = None,
-    ) -> None:
+    def __init__(self, grader: GraderLike, min_tests: int = 2, timeout_s: float | None = None) -> None:
         self.grader = grader
         self.min_tests = min_tests
         self.timeout_s = timeout_s
-        self.samples_path = samples_path
-        self.samples_every = samples_every
-        self.samples_per_step = samples_per_step
+        self.graded: deque[GradedBatch] = deque(maxlen=64)  # newest batches, drained by SamplesCallback
         self._memo: OrderedDict[tuple[Any, ...], list[Evaluation]] = OrderedDict()
         self._lock = threading.Lock()
         self.sandbox_seconds = 0.0  # total wall time spent grading (for the step-time share)
@@ -171,7 +169,11 @@ class RewardContext:
             )
             for i, p in enumerate(parsed)
         ]
-        self._write_samples(texts, evaluations, columns)
+        state = columns.get("trainer_state")
+        ids = [str(v) for v in _column(columns, "id", len(texts), "")]
+        self.graded.append(
+            GradedBatch(getattr(state, "global_step", 0) if state is not None else 0, ids, texts, evaluations)
+        )
         return evaluations
 
     @staticmethod
@@ -205,25 +207,6 @@ class RewardContext:
                 graded = [Result(id=j.id, status=Status.SANDBOX_ERROR, reason=str(exc)) for j in listed]
             results.update(zip(valid, graded))
         return results
-
-    def _write_samples(self, texts: list[str], evaluations: list[Evaluation], columns: dict[str, Any]) -> None:
-        state = columns.get("trainer_state")
-        step = getattr(state, "global_step", 0) if state is not None else 0
-        if self.samples_path is None or not self.samples_every or step % self.samples_every:
-            return
-        ids = _column(columns, "id", len(texts), "")
-        self.samples_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.samples_path, "a", encoding="utf-8") as fh:
-            for i in range(min(self.samples_per_step, len(texts))):
-                e = evaluations[i]
-                record = {
-                    "step": step,
-                    "id": ids[i],
-                    "completion": texts[i],
-                    "status": e.result.status.value if e.result else "no_code",
-                    "rewards": reward_values(e, self.min_tests),
-                }
-                fh.write(json.dumps(record) + "\n")
 
 
 def _column(columns: dict[str, Any], name: str, n: int, default: Any) -> list[Any]:

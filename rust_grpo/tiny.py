@@ -12,6 +12,10 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .data import Problem
 
 log = logging.getLogger("rust_grpo")
 
@@ -120,3 +124,30 @@ def build_tiny_qwen2(output_dir: Path, hidden_size: int = 64, num_layers: int = 
     model.save_pretrained(output_dir)
     tokenizer.save_pretrained(output_dir)
     return output_dir
+
+
+def tiny_policy(warm_start_steps: int, problems: list[Problem], system_prompt: str) -> Path:
+    """The tiny offline Qwen2 (built once), warm-started on ``problems``' reference answers when
+    ``warm_start_steps`` > 0; both are cached by content under :func:`default_cache_dir`."""
+    import hashlib
+    import json
+
+    from .warmstart import warm_start
+
+    base = build_tiny_qwen2(default_cache_dir() / "tiny-qwen2")
+    if not warm_start_steps or not problems:
+        return base
+    digest = hashlib.sha256(
+        json.dumps([[p.id, p.solution, p.tests] for p in problems] + [system_prompt, warm_start_steps]).encode()
+    ).hexdigest()[:12]
+    out = default_cache_dir() / f"tiny-warm-{digest}"
+    if (out / "config.json").exists():
+        log.info("reusing the warm-started tiny model in %s", out)
+        return out
+    log.info(
+        "warm-starting the tiny model on %d reference answers (%d steps; cached in %s)",
+        len(problems),
+        warm_start_steps,
+        out,
+    )
+    return warm_start(base, problems, system_prompt, out, steps=warm_start_steps)

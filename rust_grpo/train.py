@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -16,28 +14,12 @@ log = logging.getLogger("rust_grpo")
 
 
 def resolve_model_path(model: ModelConfig, problems: list[Problem] | None = None, system_prompt: str = "") -> str:
-    """The policy's path. With ``model.tiny`` the tiny offline Qwen2 is built (once), then
-    optionally warm-started on the training problems' reference answers (cached by content)."""
+    """The policy's path: ``model.name_or_path``, or, with ``model.tiny``, the offline tiny model."""
     if not model.tiny:
         return model.name_or_path
-    from .tiny import build_tiny_qwen2, default_cache_dir
+    from .tiny import tiny_policy
 
-    base = build_tiny_qwen2(default_cache_dir() / "tiny-qwen2")
-    if not model.warm_start_steps or not problems:
-        return str(base)
-    from .warmstart import warm_start
-
-    digest = hashlib.sha256(
-        json.dumps([[p.id, p.solution, p.tests] for p in problems] + [system_prompt, model.warm_start_steps]).encode()
-    ).hexdigest()[:12]
-    log.info(
-        "warm-starting the tiny model on %d reference answers (%d steps, cached)", len(problems), model.warm_start_steps
-    )
-    return str(
-        warm_start(
-            base, problems, system_prompt, default_cache_dir() / f"tiny-warm-{digest}", steps=model.warm_start_steps
-        )
-    )
+    return str(tiny_policy(model.warm_start_steps, problems or [], system_prompt))
 
 
 def make_grader(reward: RewardConfig) -> Any:
@@ -84,6 +66,7 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
         remove_unused_columns=False,
         disable_tqdm=False,
     )
+    kwargs.update(cfg.trl)  # checked at load time against GRPOConfig's fields
     if t.epsilon_high:
         kwargs["epsilon_high"] = t.epsilon_high
     if t.generation_batch_size:
@@ -131,7 +114,7 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from .callbacks import MetricsJsonlCallback
+    from .callbacks import MetricsJsonlCallback, SamplesCallback
 
     if cfg.vllm.enabled:
         from trl.import_utils import is_vllm_available
@@ -157,14 +140,7 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
     dataset = Dataset.from_list(to_training_rows(problems, cfg.data.system_prompt))
     grader = make_grader(cfg.reward)
-    context = RewardContext(
-        grader,
-        min_tests=cfg.reward.min_tests,
-        samples_path=out / "samples.jsonl",
-        samples_every=cfg.train.samples_every,
-        samples_per_step=cfg.train.samples_per_step,
-        timeout_s=cfg.reward.timeout_s,
-    )
+    context = RewardContext(grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s)
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
     if reward_funcs is not None:  # benchmarks swap in their own objective
         funcs, weights = reward_funcs, [1.0] * len(reward_funcs)
@@ -175,7 +151,10 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=peft_config(cfg.lora),
-        callbacks=[MetricsJsonlCallback(out / "metrics.jsonl", context)],
+        callbacks=[
+            MetricsJsonlCallback(out / "metrics.jsonl", context),
+            SamplesCallback(out / "samples.jsonl", context, cfg.train.samples_every, cfg.train.samples_per_step),
+        ],
     )
     return trainer, context
 

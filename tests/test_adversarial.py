@@ -306,7 +306,7 @@ def test_hidden_test_files_have_unguessable_names_and_no_nonce():
     from reward_sandbox.jobs import Job
 
     job = Job(id="a", source=RIGHT, tests=HIDDEN)
-    first, second = assemble(job), assemble(job)
+    first, second = assemble(job, "/tmp"), assemble(job, "/tmp")
     assert set(first.files) & set(second.files) == {"lib.rs"}  # every generated name is fresh
     assert all(first.tag not in name for name in second.files)
     assert all(first.nonce not in text for text in first.files.values())
@@ -552,3 +552,88 @@ def test_one_bad_record_never_loses_the_batch(strict_grader, tmp_path):
         "invalid_input",
         "ok",
     ]
+
+
+# --- Found by red-teaming: lexing tricks, output takeover, crashes of our parser ----------------
+
+SWALLOW = r"""#![allow /* " */ (unused)]
+macro_rules! fake { ($a:ident $($n:ident)*) => { $( #[$a] fn $n() {} )* }; }
+macro_rules! grab {
+    ( [ $c:literal ] #[cfg(test)] #[path = $hp:tt] mod $hm:ident ; #[cfg(test)] #[path = $sp:tt] mod $sm:ident ; $($rest:tt)* ) => {
+        #[cfg(test)] #[path = $sp] mod $sm;
+        #[cfg(test)] mod $hm { fake!(test h1 h2 h3 h4 h5 h6 h7 h8 h9 h10 rg_main); }
+        $($rest)*
+    };
+}
+grab! { [ '"' ]
+pub fn answer(_x: i32) -> i32 { 0 }
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["unit", "main"])
+def test_comments_and_char_literals_cannot_move_our_declarations_into_the_programs_macro(strict_grader, mode):
+    """A `"` in a comment inside an inner attribute and a `'"'` char once made our placement land in
+    the program's own macro call, which replaced the hidden tests with empty ones."""
+    tests = HIDDEN if mode == "unit" else "fn main() {\n    assert_eq!(answer(2), 4);\n}\n"
+    assert_no_hidden_pass(grade_one(strict_grader, source=SWALLOW, tests=tests, test_mode=mode))
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        'extern "C" { fn dup2(a: i32, b: i32) -> i32; }\npub fn answer(_x: i32) -> i32 { unsafe { dup2(2, 1); } 0 }\n',
+        '#[used]\n#[link_section = ".init_array"]\nstatic INIT: extern "C" fn() = init;\nextern "C" fn init() {}\n'
+        + WRONG,
+        '#[no_mangle]\npub extern "C" fn main() -> i32 { 0 }\n' + WRONG,
+    ],
+    ids=["ffi", "link-section-constructor", "no-mangle-main"],
+)
+def test_the_program_may_not_use_unsafe_code_to_take_over_the_harness(strict_grader, attack):
+    """With FFI a program can put a pipe in front of libtest's stdout and rewrite every `failed`
+    into `ok` while the real sentinel still prints the nonce. `unsafe` is forbidden by default."""
+    r = grade_one(strict_grader, source=attack, tests=HIDDEN)
+    assert r.status is Status.COMPILE_ERROR and "unsafe" in (r.reason + r.output_tail).lower(), (
+        r.reason,
+        r.output_tail,
+    )
+
+
+def test_jobs_that_need_unsafe_can_allow_it(strict_grader):
+    source = "pub fn answer(x: i32) -> i32 {\n    let p = &x as *const i32;\n    unsafe { *p * 2 }\n}\n"
+    assert grade_one(strict_grader, source=source, tests=HIDDEN).status is Status.COMPILE_ERROR
+    assert grade_one(strict_grader, source=source, tests=HIDDEN, allow_unsafe=True).status is Status.OK
+
+
+@pytest.mark.parametrize(
+    "noise",
+    [
+        'format!("{{\\"a\\":{}\\n", "[".repeat(100_000))',
+        r'"{\"type\":\"suite\",\"event\":\"started\",\"test_count\":\"x\"}\n".to_string()',
+        r'"{\"type\":\"suite\",\"event\":\"ok\",\"passed\":true,\"failed\":false}\n".to_string()',
+    ],
+    ids=["deeply-nested-json", "string-test-count", "boolean-totals"],
+)
+def test_output_our_parser_cannot_read_is_the_programs_failure_not_a_sandbox_error(strict_grader, noise):
+    """A sandbox error gives reward None: a wrong program that could force one would trade its 0."""
+    source = f"pub fn answer(_x: i32) -> i32 {{\n    use std::io::Write;\n    let _ = std::io::stdout().write_all({noise}.as_bytes());\n    0\n}}\n"
+    r = grade_one(strict_grader, source=source, tests=HIDDEN)
+    assert r.status is Status.TEST_FAILURE and not r.tests.hidden.ok, (r.status, r.reason)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        RIGHT + "/* an example:\n#[test]\nfn t() {}\n*/\n",
+        "//! Doubles numbers.\n/*! Inner block doc. */\n#![allow(dead_code)]\n" + RIGHT,
+        RIGHT + "#[cfg(test)]\nmod tests {\n    #[test]\n    #[ignore]\n    fn slow() {}\n}\n",
+        'pub fn answer(x: i32) -> i32 {\n    if "#[test] cfg(test)".len() == 17 { x * 2 } else { 0 }\n}\n'
+        '#[cfg(test)]\nmod tests {\n    #[test]\n    fn broken() { let _: u8 = "no"; }\n}\n',
+    ],
+    ids=["test-attribute-in-a-comment", "inner-doc-comments", "only-ignored-own-tests", "test-attribute-in-a-string"],
+)
+def test_correct_programs_are_not_failed_by_what_looks_like_tests(strict_grader, source):
+    r = grade_one(strict_grader, source=source, tests=HIDDEN)
+    assert r.tests.hidden.ok and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
+    if "broken" not in source:
+        assert r.status is Status.OK, r.reason

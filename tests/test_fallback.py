@@ -41,3 +41,32 @@ def test_fallback_still_refuses_forged_passes(fallback_grader):
     source = "pub fn f() -> i32 { std::process::exit(0) }\n#[cfg(test)]\nmod t {\n    #[test]\n    fn a() { assert_eq!(super::f(), 1); }\n}\n"
     r = grade_one(fallback_grader, source=source)
     assert r.status is Status.TEST_FAILURE and r.tests.counts.passed == 0
+
+
+def test_fallback_blocks_the_network_and_leaves_nothing_on_the_host(fallback_grader):
+    import socket
+    import uuid
+    from pathlib import Path
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    leftover = Path("/tmp") / f"rg-leftover-{uuid.uuid4().hex}"
+    body = (
+        f'assert!(std::net::TcpStream::connect("127.0.0.1:{server.getsockname()[1]}").is_err(), "connected");\n'
+        f'std::fs::write("{leftover}", "x").unwrap();'
+    )
+    try:
+        r = grade_one(fallback_grader, **attack_job(body))
+    finally:
+        server.close()
+    assert r.status is Status.OK, (r.reason, r.output_tail)
+    assert not leftover.exists()
+
+
+def test_fallback_refuses_to_run_untrusted_code_as_root(monkeypatch):
+    from reward_sandbox import isolation
+
+    monkeypatch.setattr(isolation, "_toolchain_reachable", lambda: False)
+    with pytest.raises(isolation.IsolationUnavailable, match="never run as root"):
+        isolation.choose_level("rlimits")

@@ -148,3 +148,22 @@ def test_real_exercism_suite_references_pass_and_stubs_fail(grader):
     sample = problems[::8]  # the full set runs in `make bench`
     report = verify_problems(sample, grader, min_asserts=1)
     assert report.ok, report.failures
+
+
+def test_oxens_bare_assert_lists_become_one_test_per_assert_and_grade(tmp_path, grader):
+    """Oxen's real files hold `rust_test_list` as bare statements, one per line."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    code = "pub fn recent_requests_count(v: Vec<i32>) -> Vec<i32> {\n    v\n}\n"
+    asserts = "assert_eq!(recent_requests_count(vec![1, 2, 3, 4]), vec![1, 2, 3, 4]);\nassert_eq!(recent_requests_count(vec![]), vec![]);\nassert!(recent_requests_count(vec![7]).len() == 1);"
+    broken = "assert_eq!(recent_requests_count(vec![1]), vec![2]);"  # a noisy upstream row: its reference fails
+    rows = {"task_id": ["ok", "noisy"], "rust_prompt": ["Echo the requests.", "Echo."], "rust_code": [code, code],
+            "rust_test_list": [asserts, broken]}  # fmt: skip
+    pq.write_table(pa.table(rows), tmp_path / "oxen.parquet")
+    problems, skipped = import_problems("oxen", tmp_path / "oxen.parquet")
+    assert [p.id for p in problems] == ["ok", "noisy"] and skipped == []
+    assert problems[0].tests.count("#[test]") == 3
+    results = grader.grade([p.job(p.solution) for p in problems])
+    assert results[0].status.value == "ok" and results[0].tests.hidden.passed == 3, results[0].reason
+    assert results[1].status.value == "test_failure"  # `data filter` drops it, with the reason

@@ -174,3 +174,11 @@ def test_a_sandbox_fault_leaves_completions_unscored_and_the_step_still_runs(tmp
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     unknown = [s for s in samples if s["status"] == "sandbox_error"]
     assert unknown and all(v is None for s in unknown for v in s["rewards"].values())
+
+
+def test_any_grpo_config_field_passes_through_the_trl_table(tmp_path):
+    cfg = tiny_config(
+        tmp_path, "trl.max_grad_norm=0.1", "trl.adam_beta2=0.99", 'trl.importance_sampling_level="sequence"'
+    )
+    args = grpo_args(cfg, [1.0] * 7)
+    assert (args.max_grad_norm, args.adam_beta2, args.importance_sampling_level) == (0.1, 0.99, "sequence")
