@@ -19,6 +19,15 @@ def _grader(args: argparse.Namespace) -> Any:
     return open_grader(settings.with_run_timeout(getattr(args, "timeout", None) or 10.0))
 
 
+def run_config(path: str) -> Any:
+    """A run's config: a TOML file or preset, or the ``config.json`` a training run wrote."""
+    from .config import from_dict, load_config
+
+    if path.endswith(".json"):
+        return from_dict(json.loads(Path(path).read_text()), path)
+    return load_config(path)
+
+
 def _problems_by_id(path: str | None) -> dict[str, Any]:
     from .data import load_problems
 
@@ -93,6 +102,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import SamplingSettings, generate, write_completions
 
     problems = load_problems(args.dataset, max_rows=args.limit)
+    system_prompt = run_config(args.config).data.system_prompt if args.config else None
     settings = SamplingSettings(
         samples=args.samples,
         max_new_tokens=args.max_new_tokens,
@@ -101,13 +111,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         batch_problems=args.batch,
         seed=args.seed,
     )
-    completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter)
+    extra = {"system_prompt": system_prompt} if system_prompt is not None else {}
+    completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
     write_completions(Path(args.out) / "completions.jsonl", completions)
     meta = {
         "model": args.model,
         "adapter": args.adapter,
         "dataset": args.dataset,
         "backend": args.backend,
+        "config": args.config,
         **settings.__dict__,
     }
     return _score_and_report(
@@ -221,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="sample K completions per problem and report build/clippy/test rates and pass@k")
     p.add_argument("--model", required=True, help="model path or id (a merged model, or the base with --adapter)")
     p.add_argument("--adapter", default=None, help="a LoRA adapter directory (e.g. RUN/final)")
+    p.add_argument(
+        "--config", default=None, help="the run's config (TOML, preset or RUN/config.json): evaluate with its prompt"
+    )
     p.add_argument("--dataset", default="data/eval.jsonl")
     p.add_argument("--samples", "-k", type=int, default=4)
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf")

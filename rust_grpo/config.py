@@ -346,7 +346,7 @@ def preset_path(path: str | Path) -> Path:
     from .data import shipped_path
 
     candidate = shipped_path(str(path))
-    if candidate.exists() or Path(path).suffix:
+    if candidate.exists() or Path(path).suffix in (".toml", ".json"):
         return candidate
     return shipped_path(f"configs/{path}.toml")
 

@@ -89,7 +89,7 @@ def generate_vllm(
         from vllm import LLM, SamplingParams
     except ImportError as exc:
         raise RuntimeError("--backend vllm needs vLLM and a CUDA GPU: pip install -e '.[vllm]'") from exc
-    llm = LLM(model=model_path, seed=s.seed, enable_lora=adapter is not None)
+    llm = LLM(**vllm_engine_args(model_path, s.seed, adapter))
     params = SamplingParams(
         n=s.samples, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed
     )
@@ -101,6 +101,21 @@ def generate_vllm(
         kwargs["lora_request"] = LoRARequest("adapter", 1, adapter)
     outputs = llm.chat(chats, params, **kwargs)
     return [Completion(p.id, o.text, j) for p, result in zip(problems, outputs) for j, o in enumerate(result.outputs)]
+
+
+VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def vllm_engine_args(model_path: str, seed: int, adapter: str | None = None) -> dict[str, Any]:
+    """``vllm.LLM`` arguments; with an adapter, LoRA on and ``max_lora_rank`` as large as its rank
+    (vLLM's default of 16 refuses the r=32 adapters of the modern preset)."""
+    import json
+
+    args: dict[str, Any] = {"model": model_path, "seed": seed}
+    if adapter:
+        rank = int(json.loads((Path(adapter) / "adapter_config.json").read_text())["r"])
+        args.update(enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= rank), rank))
+    return args
 
 
 def generate(

@@ -182,3 +182,19 @@ def test_any_grpo_config_field_passes_through_the_trl_table(tmp_path):
     )
     args = grpo_args(cfg, [1.0] * 7)
     assert (args.max_grad_norm, args.adam_beta2, args.importance_sampling_level) == (0.1, 0.99, "sequence")
+
+
+def test_eval_takes_the_runs_prompt_and_vllm_gets_the_adapters_rank(tmp_path):
+    from rust_grpo.cli import run_config
+    from rust_grpo.evaluate import vllm_engine_args
+
+    cfg = tiny_config(tmp_path, 'data.system_prompt="You write Rust. SYS-MARK"')
+    (tmp_path / "config.json").write_text(cfg.to_json())
+    assert run_config(str(tmp_path / "config.json")).data.system_prompt.endswith("SYS-MARK")
+    assert run_config("oxen-1.5b").model.name_or_path == load_config("configs/oxen-1.5b.toml").model.name_or_path
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"r": 32}))
+    args = vllm_engine_args("Qwen/Qwen2.5-Coder-1.5B-Instruct", 0, str(adapter))
+    assert args["enable_lora"] and args["max_lora_rank"] == 32
+    assert "enable_lora" not in vllm_engine_args("m", 0)
