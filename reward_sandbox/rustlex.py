@@ -76,12 +76,16 @@ def _char_or_lifetime(text: str, pos: int) -> Token:
     raise LexError("stray quote")
 
 
+# Rust's whitespace (Pattern_White_Space): Python's str.isspace() misses the two direction marks.
+_RUST_SPACE = frozenset("\t\n\v\f\r \u0085\u200e\u200f\u2028\u2029")
+
+
 def _next_token(text: str, pos: int) -> Token:
     n, ch = len(text), text[pos]
     prev_ident = pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] == "_")
-    if ch.isspace():
+    if ch in _RUST_SPACE or (pos == 0 and ch == "\ufeff"):  # a byte-order mark may open the file
         end = pos + 1
-        while end < n and text[end].isspace():
+        while end < n and text[end] in _RUST_SPACE:
             end += 1
         return Token("space", pos, end)
     if text.startswith("//", pos):
@@ -141,18 +145,35 @@ def _is_inner_doc(comment: str) -> bool:
     return comment.startswith("//!") or (comment.startswith("/*!") and not comment.startswith("/*!*/"))
 
 
+def _opens_attribute(text: str, pos: int) -> bool:
+    """Whether the first token at or after ``pos`` (past whitespace and comments) is ``[``."""
+    for token in tokens(text[pos:]):
+        if not token.trivia:
+            return text[pos + token.start] == "["
+    return False
+
+
 def inner_attributes_end(text: str) -> int:
     """Offset just after the leading inner attributes (``#![...]``, ``//!``, ``/*! */``): the first
     place an item may go. Raises :class:`LexError` when the text does not lex."""
-    toks = list(tokens(text))
     i, end = 0, 0
+    if text.startswith("\ufeff"):
+        end = 1
+    shebang = text.startswith("#!", end) and not _opens_attribute(text, end + 2)
+    if shebang:  # `#!/usr/bin/env ...` on the first line is not Rust: rustc skips that line
+        newline = text.find("\n")
+        end = len(text) if newline < 0 else newline + 1
+    toks = list(tokens(text[end:]))
+    toks = [Token(t.kind, t.start + end, t.end + end) for t in toks]
     while i < len(toks):
         tok = toks[i]
         if tok.kind == "space" or (tok.kind == "comment" and not _is_inner_doc(text[tok.start : tok.end])):
             i += 1
             continue
-        if tok.kind == "comment":
+        if tok.kind == "comment":  # an inner doc comment; after a `//!` line, go past its newline
             end, i = tok.end, i + 1
+            if text.startswith("//", tok.start) and text.startswith("\n", end):
+                end += 1
             continue
         significant = [k for k in range(i, len(toks)) if not toks[k].trivia][:3]
         if len(significant) < 3 or [text[toks[k].start : toks[k].end] for k in significant] != ["#", "!", "["]:

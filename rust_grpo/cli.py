@@ -102,7 +102,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import SamplingSettings, generate, write_completions
 
     problems = load_problems(args.dataset, max_rows=args.limit)
-    system_prompt = run_config(args.config).data.system_prompt if args.config else None
+    fmt = run_config(args.config).data.format() if args.config else None
     settings = SamplingSettings(
         samples=args.samples,
         max_new_tokens=args.max_new_tokens,
@@ -111,7 +111,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         batch_problems=args.batch,
         seed=args.seed,
     )
-    extra = {"system_prompt": system_prompt} if system_prompt is not None else {}
+    extra = {"fmt": fmt} if fmt is not None else {}
     completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
     write_completions(Path(args.out) / "completions.jsonl", completions)
     meta = {

@@ -14,7 +14,10 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .answer_format import AnswerFormat
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,13 +33,6 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
     return field(default=default, metadata={"help": help}, **kw)
-
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a careful Rust programmer. Think through the problem inside <think>...</think>, then answer "
-    "with exactly one ```rust code block holding the complete solution and a #[cfg(test)] mod tests with "
-    "#[test] functions whose asserts check your code. Use only the standard library."
-)
 
 
 @dataclass
@@ -72,7 +68,21 @@ class DataConfig:
     split: str = _f("train", "Split to take when `train` is a `datasets` name.")
     max_rows: int = _f(0, "Use at most this many rows (0 = all).")
     shuffle_seed: int = _f(-1, "Shuffle rows with this seed before max_rows (-1 = keep file order).")
-    system_prompt: str = _f(DEFAULT_SYSTEM_PROMPT, "System message of every chat prompt.")
+    answer_format: str = _f("think", "What the policy is asked for: think (<think> then one ```rust block) or oxen.")
+    system_prompt: str = _f("", "System message of every chat prompt ('' = the answer format's own).")
+
+    def __post_init__(self) -> None:
+        from .answer_format import FORMATS
+
+        if self.answer_format not in FORMATS:
+            raise ConfigError(f"data.answer_format must be one of {', '.join(FORMATS)}, got {self.answer_format!r}")
+
+    def format(self) -> AnswerFormat:
+        """The answer format, with this run's system prompt when one is set."""
+        from .answer_format import answer_format
+
+        fmt = answer_format(self.answer_format)
+        return dataclasses.replace(fmt, system_prompt=self.system_prompt) if self.system_prompt else fmt
 
 
 @dataclass
@@ -134,7 +144,7 @@ class TrainConfig:
     output_dir: str = _f("runs/grpo", "Checkpoints, metrics.jsonl, samples.jsonl, plots and TensorBoard logs.")
     learning_rate: float = _f(5e-6, "Peak learning rate.")
     lr_scheduler_type: str = _f("constant_with_warmup", "transformers scheduler name.")
-    warmup_steps: int = _f(0, "Linear warmup steps.")
+    warmup_steps: float = _f(0, "Linear warmup: steps, or below 1 a ratio of all steps (transformers 5).")
     num_train_epochs: float = _f(1.0, "Passes over the prompts.")
     max_steps: int = _f(-1, "Stop after this many optimizer steps (-1 = from epochs).")
     per_device_train_batch_size: int = _f(4, "Completions per device per micro-batch.")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reward_sandbox import InvalidJob, Job
 
+    from .answer_format import AnswerFormat
+
 log = logging.getLogger("rust_grpo")
 
 
@@ -227,27 +229,26 @@ def load_problems(
     return problems[:max_rows] if max_rows > 0 else problems
 
 
-ANSWER_FORMAT = (
-    "Answer format: first your reasoning inside <think>...</think>, then exactly one ```rust code block with "
-    "the complete solution and a #[cfg(test)] mod tests holding #[test] functions that check it with asserts."
-)
+def user_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> str:
+    from .answer_format import THINK
 
-
-def user_prompt(problem: Problem) -> str:
     parts = [problem.prompt.strip()]
     if problem.signature.strip():
         parts.append(f"Implement this signature:\n```rust\n{problem.signature.strip()}\n```")
-    parts.append(ANSWER_FORMAT)
+    parts.append((fmt or THINK).instruction)
     return "\n\n".join(parts)
 
 
-def chat_prompt(problem: Problem, system_prompt: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user_prompt(problem)}]
+def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> list[dict[str, str]]:
+    from .answer_format import THINK
+
+    fmt = fmt or THINK
+    return [{"role": "system", "content": fmt.system_prompt}, {"role": "user", "content": user_prompt(problem, fmt)}]
 
 
-def to_training_rows(problems: list[Problem], system_prompt: str) -> list[dict[str, Any]]:
+def to_training_rows(problems: list[Problem], fmt: AnswerFormat | None = None) -> list[dict[str, Any]]:
     """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
-        {"prompt": chat_prompt(p, system_prompt), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
+        {"prompt": chat_prompt(p, fmt), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
         for p in problems
     ]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import DEFAULT_SYSTEM_PROMPT
+from .answer_format import THINK, AnswerFormat
 from .data import Problem, chat_prompt
 from .scoring import Completion
 
@@ -35,7 +35,7 @@ def generate_hf(
     model_path: str,
     problems: list[Problem],
     s: SamplingSettings,
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    fmt: AnswerFormat = THINK,
     adapter: str | None = None,
 ) -> list[Completion]:
     import torch
@@ -57,7 +57,7 @@ def generate_hf(
     out: list[Completion] = []
     for batch in tqdm(list(_batches(problems, s.batch_problems)), desc="generating", unit="batch"):
         texts = [
-            tokenizer.apply_chat_template(chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True)
+            tokenizer.apply_chat_template(chat_prompt(p, fmt), tokenize=False, add_generation_prompt=True)
             for p in batch
         ]
         inputs = tokenizer(texts, return_tensors="pt", padding=True).to(device)
@@ -82,7 +82,7 @@ def generate_vllm(
     model_path: str,
     problems: list[Problem],
     s: SamplingSettings,
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    fmt: AnswerFormat = THINK,
     adapter: str | None = None,
 ) -> list[Completion]:
     try:
@@ -93,7 +93,7 @@ def generate_vllm(
     params = SamplingParams(
         n=s.samples, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed
     )
-    chats = [chat_prompt(p, system_prompt) for p in problems]
+    chats = [chat_prompt(p, fmt) for p in problems]
     kwargs: dict[str, Any] = {}
     if adapter:
         from vllm.lora.request import LoRARequest

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict, deque
@@ -21,14 +22,27 @@ from typing import Any
 from reward_sandbox import GraderLike, InvalidJob, Job, Result, Status, TestMode
 from reward_sandbox.results import invalid_result
 
-from .audit import CodeAudit, audit_code
+from .answer_format import THINK, AnswerFormat
+from .audit import CodeAudit, audit_code, matching_brace
 from .data import Problem, problem_from_columns
 from .mutants import BODIES, replace_bodies
 from .parsing import ParsedCompletion, completion_text, parse_completion
 
 log = logging.getLogger("rust_grpo")
 
-REWARD_NAMES = ("format", "code_block", "tests_present", "build", "clippy", "own_tests", "hidden_tests")
+REWARD_NAMES = (
+    "format",
+    "code_block",
+    "tests_present",
+    "build",
+    "clippy",
+    "own_tests",
+    "hidden_tests",
+    "non_empty",
+    "test_block",
+    "asserts",
+)
+_TEST_MOD = re.compile(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]\s*(?:pub\s+)?mod\s+\w+\s*\{")
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,7 @@ class Evaluation:
     result: Result | None  # None when there was no code to grade
     has_hidden: bool
     mutant_results: tuple[Result, ...] = ()  # the same own tests on wrong versions of the program
+    format_ok: bool = False  # follows the run's answer format (see answer_format.py)
 
     @property
     def unknown(self) -> bool:
@@ -101,8 +116,15 @@ class GradedBatch:
 class RewardContext:
     """Grades each batch once and remembers it, keyed by the batch's completions and tests."""
 
-    def __init__(self, grader: GraderLike, min_tests: int = 2, timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        grader: GraderLike,
+        min_tests: int = 2,
+        timeout_s: float | None = None,
+        answer_format: AnswerFormat = THINK,
+    ) -> None:
         self.grader = grader
+        self.answer_format = answer_format
         self.min_tests = min_tests
         self.timeout_s = timeout_s
         self.graded: deque[GradedBatch] = deque(maxlen=64)  # newest batches, drained by SamplesCallback
@@ -166,6 +188,7 @@ class RewardContext:
                 result=results.get(i),
                 has_hidden=bool(rows[i].tests.strip()),
                 mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i),
+                format_ok=self.answer_format.follows(p),
             )
             for i, p in enumerate(parsed)
         ]
@@ -221,10 +244,49 @@ def _column(columns: dict[str, Any], name: str, n: int, default: Any) -> list[An
 
 
 def format_reward(e: Evaluation, _min_tests: int) -> float:
-    """1 for <think>...</think> then exactly one ```rust block; 0.5 for the block without reasoning."""
-    if e.parsed.format_ok:
+    """1 when the answer follows the run's format (think: <think>...</think> then exactly one ```rust
+    block; oxen: exactly one ```rust block); 0.5 for the block alone in the think format."""
+    if e.format_ok:
         return 1.0
     return 0.5 if e.parsed.rust_blocks == 1 and e.parsed.other_blocks == 0 else 0.0
+
+
+def _test_module(code: str) -> str | None:
+    """The text of the program's ``#[cfg(test)] mod`` (comments and strings blanked), if any."""
+    from reward_sandbox.rustlex import LexError, code_only
+
+    try:
+        clean = code_only(code)
+    except LexError:
+        return None
+    match = _TEST_MOD.search(clean)
+    if match is None:
+        return None
+    return code[match.start() : matching_brace(clean, match.end() - 1) + 1]
+
+
+def non_empty_reward(e: Evaluation, _min_tests: int) -> float:
+    """1 when the code block and a test module are there and the code has at least 3 lines that are not
+    comments or blank (Oxen's "non-empty")."""
+    code = e.parsed.code or ""
+    if e.parsed.rust_blocks != 1 or _test_module(code) is None:
+        return 0.0
+    lines = [line.strip() for line in code.splitlines()]
+    return 1.0 if sum(len(line) >= 2 and not line.startswith("//") for line in lines) >= 3 else 0.0
+
+
+def test_block_reward(e: Evaluation, _min_tests: int) -> float:
+    """1 when the code holds a ``#[cfg(test)] mod`` (Oxen's "test block")."""
+    return 1.0 if e.parsed.code and _test_module(e.parsed.code) is not None else 0.0
+
+
+def asserts_reward(e: Evaluation, _min_tests: int) -> float:
+    """0.25 for each distinct ``assert!``/``assert_eq!`` line in the test module, up to 1 (Oxen's)."""
+    module = _test_module(e.parsed.code or "") if e.parsed.code else None
+    if module is None:
+        return 0.0
+    asserts = {line.strip() for line in module.splitlines() if line.strip().startswith(("assert!(", "assert_eq!("))}
+    return min(1.0, 0.25 * len(asserts))
 
 
 def code_block_reward(e: Evaluation, _min_tests: int) -> float:
@@ -279,6 +341,9 @@ REWARDS: dict[str, Callable[[Evaluation, int], float | None]] = {
     "clippy": clippy_reward,
     "own_tests": own_tests_reward,
     "hidden_tests": hidden_tests_reward,
+    "non_empty": non_empty_reward,
+    "test_block": test_block_reward,
+    "asserts": asserts_reward,
 }
 
 
@@ -317,7 +382,7 @@ def batch_metrics(evaluations: Sequence[Evaluation]) -> dict[str, float]:
     n = max(len(evaluations), 1)
     graded = [e.result for e in evaluations if e.result is not None]
     return {
-        "rates/format": sum(e.parsed.format_ok for e in evaluations) / n,
+        "rates/format": sum(e.format_ok for e in evaluations) / n,
         "rates/build": sum(e.builds for e in evaluations) / n,
         "rates/clippy_clean": sum(e.clippy_clean for e in evaluations) / n,
         "rates/own_tests_pass": sum(e.own_tests_pass for e in evaluations) / n,

@@ -78,7 +78,7 @@ def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[s
         "problem_id": c.problem_id,
         "sample": c.sample,
         "status": r.status.value if r else "no_code",
-        "format_ok": e.parsed.format_ok,
+        "format_ok": e.format_ok,
         "parse_problems": list(e.parsed.problems),
         "build_ok": e.builds,
         "clippy_clean": e.clippy_clean,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .answer_format import AnswerFormat
     from .data import Problem
 
 log = logging.getLogger("rust_grpo")
@@ -126,7 +127,7 @@ def build_tiny_qwen2(output_dir: Path, hidden_size: int = 64, num_layers: int = 
     return output_dir
 
 
-def tiny_policy(warm_start_steps: int, problems: list[Problem], system_prompt: str) -> Path:
+def tiny_policy(warm_start_steps: int, problems: list[Problem], fmt: AnswerFormat) -> Path:
     """The tiny offline Qwen2 (built once), warm-started on ``problems``' reference answers when
     ``warm_start_steps`` > 0; both are cached by content under :func:`default_cache_dir`."""
     import hashlib
@@ -138,7 +139,9 @@ def tiny_policy(warm_start_steps: int, problems: list[Problem], system_prompt: s
     if not warm_start_steps or not problems:
         return base
     digest = hashlib.sha256(
-        json.dumps([[p.id, p.solution, p.tests] for p in problems] + [system_prompt, warm_start_steps]).encode()
+        json.dumps(
+            [[p.id, p.solution, p.tests] for p in problems] + [fmt.name, fmt.system_prompt, warm_start_steps]
+        ).encode()
     ).hexdigest()[:12]
     out = default_cache_dir() / f"tiny-warm-{digest}"
     if (out / "config.json").exists():
@@ -150,4 +153,4 @@ def tiny_policy(warm_start_steps: int, problems: list[Problem], system_prompt: s
         warm_start_steps,
         out,
     )
-    return warm_start(base, problems, system_prompt, out, steps=warm_start_steps)
+    return warm_start(base, problems, fmt, out, steps=warm_start_steps)

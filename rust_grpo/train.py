@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .answer_format import AnswerFormat
 
 from .config import LoraSettings, ModelConfig, RewardConfig, RunConfig
 from .data import Problem, load_problems, to_training_rows
@@ -13,13 +16,16 @@ from .rewards import RewardContext, build_reward_functions
 log = logging.getLogger("rust_grpo")
 
 
-def resolve_model_path(model: ModelConfig, problems: list[Problem] | None = None, system_prompt: str = "") -> str:
+def resolve_model_path(
+    model: ModelConfig, problems: list[Problem] | None = None, fmt: AnswerFormat | None = None
+) -> str:
     """The policy's path: ``model.name_or_path``, or, with ``model.tiny``, the offline tiny model."""
     if not model.tiny:
         return model.name_or_path
+    from .answer_format import THINK
     from .tiny import tiny_policy
 
-    return str(tiny_policy(model.warm_start_steps, problems or [], system_prompt))
+    return str(tiny_policy(model.warm_start_steps, problems or [], fmt or THINK))
 
 
 def make_grader(reward: RewardConfig) -> Any:
@@ -128,7 +134,7 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     (out / "config.json").write_text(cfg.to_json())
     problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
     log.info("training on %d problems from %s", len(problems), cfg.data.train)
-    model_path = resolve_model_path(cfg.model, problems, cfg.data.system_prompt)
+    model_path = resolve_model_path(cfg.model, problems, cfg.data.format())
     log.info("policy: %s", model_path)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"
@@ -138,9 +144,11 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
-    dataset = Dataset.from_list(to_training_rows(problems, cfg.data.system_prompt))
+    dataset = Dataset.from_list(to_training_rows(problems, cfg.data.format()))
     grader = make_grader(cfg.reward)
-    context = RewardContext(grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s)
+    context = RewardContext(
+        grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
+    )
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
     if reward_funcs is not None:  # benchmarks swap in their own objective
         funcs, weights = reward_funcs, [1.0] * len(reward_funcs)

@@ -14,22 +14,23 @@ import math
 import random
 from pathlib import Path
 
+from .answer_format import THINK, AnswerFormat
 from .data import Problem, chat_prompt
 
 log = logging.getLogger("rust_grpo")
 
 
-def reference_answer(problem: Problem) -> str:
-    """The answer a good policy would give: brief reasoning, then code with its own tests."""
+def reference_answer(problem: Problem, fmt: AnswerFormat = THINK) -> str:
+    """The answer a good policy would give, in ``fmt``: brief reasoning, then code with its own tests."""
     tests = "\n".join("    " + line if line else "" for line in problem.tests.strip().splitlines())
     code = f"{problem.solution.rstrip()}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{tests}\n}}"
-    return f"<think>\nImplement {problem.signature.splitlines()[0] if problem.signature else problem.id}.\n</think>\n```rust\n{code}\n```"
+    return fmt.render(f"Implement {problem.signature.splitlines()[0] if problem.signature else problem.id}.", code)
 
 
 def warm_start(
     model_dir: Path,
     problems: list[Problem],
-    system_prompt: str,
+    fmt: AnswerFormat,
     out_dir: Path,
     steps: int = 300,
     lr: float = 3e-3,
@@ -49,11 +50,9 @@ def warm_start(
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     examples = []
     for p in problems:
-        prompt = tokenizer.apply_chat_template(
-            chat_prompt(p, system_prompt), tokenize=False, add_generation_prompt=True
-        )
+        prompt = tokenizer.apply_chat_template(chat_prompt(p, fmt), tokenize=False, add_generation_prompt=True)
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(reference_answer(p) + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+        answer_ids = tokenizer(reference_answer(p, fmt) + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
         examples.append((prompt_ids, answer_ids))
     # A full 151k-way softmax per token costs ~1.4 s a step on two cores. A sampled softmax is
     # enough here: the answers' own tokens plus fresh random negatives each step, the negatives'

@@ -148,10 +148,16 @@ def test_big_files_are_capped(strict_grader):
     assert r.status is Status.TEST_FAILURE  # the tmpfs fills up (ENOSPC): the write fails inside the sandbox
 
 
-def test_no_process_outlives_its_job(strict_grader):
-    body = 'std::process::Command::new("/bin/sh").arg("-c").arg("(setsid sleep 301.5 &) ; sleep 301.5 &").status().unwrap();'
+def test_tests_cannot_start_processes_so_none_outlives_its_job(strict_grader):
+    """Test runs may start threads, not processes (seccomp): a test that could start its own binary
+    again could run the sentinel alone and read the nonce. Whatever a step leaves is killed anyway."""
+    body = """
+        let spawned = std::process::Command::new("/bin/sh").arg("-c").arg("(setsid sleep 301.5 &) ; sleep 301.5 &").status();
+        assert!(spawned.is_err(), "started a process: {spawned:?}");
+        std::thread::spawn(|| ()).join().unwrap();  // threads are fine
+    """
     r = grade_one(strict_grader, **attack_job(body))
-    assert r.status is Status.OK
+    assert r.status is Status.OK, (r.reason, r.output_tail)
     time.sleep(0.2)
     assert sandbox_processes(strict_grader) == []
 
@@ -405,21 +411,15 @@ def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
 
 
 def test_memory_is_limited_for_the_job_as_a_whole(strict_grader):
-    """Twelve processes of 300 MB each fit under RLIMIT_AS one by one; together they must not pass
-    the job's 512 MB."""
+    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files and a
+    400 MB vector each fit their own limit (disk, RLIMIT_AS), together they must not pass 512 MB."""
     body = """
-        let mut children = Vec::new();
-        for _ in 0..12 {
-            let child = std::process::Command::new("python3")
-                .args(["-c", "b = bytearray(300 << 20); import time; time.sleep(4)"])
-                .spawn();
-            if let Ok(child) = child { children.push(child); }
-        }
-        let ok = children.into_iter().filter_map(|mut c| c.wait().ok()).filter(|s| s.success()).count();
-        assert!(ok < 2, "{ok} children held 300 MB at once");
+        std::fs::write("/tmp/big", vec![1u8; 250 << 20]).unwrap();
+        let v = vec![7u8; 400 << 20];
+        assert!(v.iter().step_by(4096).all(|&b| b == 7));
     """
     r = grade_one(strict_grader, **attack_job(body), timeout_s=8)
-    assert r.status in (Status.OK, Status.MEMORY_LIMIT), (r.reason, r.output_tail)
+    assert r.status in (Status.MEMORY_LIMIT, Status.TEST_FAILURE), (r.reason, r.output_tail)
     assert r.measures["run_peak_mb"] <= TEST_LIMITS.run_memory_mb + 1
 
 
@@ -475,27 +475,33 @@ def test_exit_152_is_not_a_cpu_timeout_and_results_carry_measurements(strict_gra
     assert {"cpu_s", "wall_s", "max_rss_mb"} <= set(run) and r.measures["run_peak_mb"] > 0
 
 
-def test_wall_time_is_longer_than_cpu_time_and_the_stack_is_limited(strict_grader):
-    body = """
-        std::thread::sleep(std::time::Duration::from_millis(2500));
-        let out = std::process::Command::new("/bin/sh").args(["-c", "ulimit -s"]).output().unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "65536");
-    """
-    r = grade_one(strict_grader, **attack_job(body), timeout_s=2)
+def test_wall_time_is_longer_than_cpu_time(strict_grader):
+    r = grade_one(
+        strict_grader, **attack_job("std::thread::sleep(std::time::Duration::from_millis(2500));"), timeout_s=2
+    )
     assert r.status is Status.OK, (r.reason, r.output_tail)
     r = grade_one(strict_grader, **attack_job("std::thread::sleep(std::time::Duration::from_secs(60));"), timeout_s=1)
     assert r.status is Status.TIMEOUT and "wall-clock" in r.reason
 
 
-def test_nested_namespaces_ptrace_and_mounts_are_refused(strict_grader):
-    body = """
-        for cmd in ["unshare -Ur true", "unshare -m true", "unshare -n true"] {
-            let status = std::process::Command::new("/bin/sh").args(["-c", cmd]).status().unwrap();
-            assert!(!status.success(), "{cmd} worked");
-        }
-    """
-    r = grade_one(strict_grader, **attack_job(body))
-    assert r.status is Status.OK, (r.reason, r.output_tail)
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner switches uids as root")
+def test_every_step_is_confined_no_namespaces_no_sockets_a_stack_limit():
+    """What rg-run gives every step (compile steps too, which may start processes): checked on the
+    runner itself, since a test run cannot start the tools that would show it."""
+    import subprocess
+
+    from reward_sandbox.runner import runner_path
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        limits = ["2", "probe", str(UID_BASE + UID_COUNT - 1), "512", "5", "32", "8", "64", "64", "-1", "-", "--"]
+        return subprocess.run([str(runner_path()), *limits, *argv], capture_output=True, text=True, check=False)
+
+    assert run("/bin/sh", "-c", "ulimit -s").stdout.strip() == "65536"
+    assert run("/bin/sh", "-c", "id -u").stdout.strip() == str(UID_BASE + UID_COUNT - 1)
+    for cmd in (["unshare", "-Ur", "true"], ["unshare", "-m", "true"], ["unshare", "-n", "true"]):
+        assert run(*cmd).returncode != 0, cmd
+    python = "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"
+    assert "Permission denied" in run("python3", "-c", python).stderr
 
 
 def test_two_graders_on_one_host_never_share_a_uid():
@@ -626,14 +632,48 @@ def test_output_our_parser_cannot_read_is_the_programs_failure_not_a_sandbox_err
     [
         RIGHT + "/* an example:\n#[test]\nfn t() {}\n*/\n",
         "//! Doubles numbers.\n/*! Inner block doc. */\n#![allow(dead_code)]\n" + RIGHT,
+        "//! Solution module.\n" + RIGHT,
+        "\ufeff" + RIGHT,
+        "#!/usr/bin/env rust\n" + RIGHT,
         RIGHT + "#[cfg(test)]\nmod tests {\n    #[test]\n    #[ignore]\n    fn slow() {}\n}\n",
         'pub fn answer(x: i32) -> i32 {\n    if "#[test] cfg(test)".len() == 17 { x * 2 } else { 0 }\n}\n'
         '#[cfg(test)]\nmod tests {\n    #[test]\n    fn broken() { let _: u8 = "no"; }\n}\n',
     ],
-    ids=["test-attribute-in-a-comment", "inner-doc-comments", "only-ignored-own-tests", "test-attribute-in-a-string"],
+    ids=[
+        "test-attribute-in-a-comment",
+        "inner-doc-comments",
+        "a-doc-line-first",
+        "byte-order-mark",
+        "shebang",
+        "only-ignored-own-tests",
+        "test-attribute-in-a-string",
+    ],
 )
 def test_correct_programs_are_not_failed_by_what_looks_like_tests(strict_grader, source):
     r = grade_one(strict_grader, source=source, tests=HIDDEN)
     assert r.tests.hidden.ok and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
     if "broken" not in source:
         assert r.status is Status.OK, r.reason
+
+
+SELF_EXEC = r"""
+use std::io::Write;
+use std::process::Command;
+fn forge() -> Option<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let list = Command::new(&args[0]).arg("--list").output().ok()?;
+    let text = String::from_utf8_lossy(&list.stdout).to_string();
+    let sentinel = text.lines().filter_map(|l| l.strip_suffix(": test")).find(|n| n.ends_with("::zzzz_done"))?.to_string();
+    let out = Command::new(&args[0]).args([sentinel.as_str(), "--exact", "--nocapture"]).output().ok()?;
+    let nonce = String::from_utf8_lossy(&out.stdout).lines().find(|l| l.starts_with("RG_SENTINEL_"))?.to_string();
+    let _ = std::io::stdout().lock().write_all(format!("\n{nonce}\n").as_bytes());
+    Some(())
+}
+pub fn answer(_x: i32) -> i32 { let _ = forge(); 0 }
+"""
+
+
+def test_a_test_cannot_run_its_own_binary_to_get_the_nonce(strict_grader):
+    """Found by red-teaming: the (exec-only) binary run again with the sentinel alone printed the
+    nonce, and the rest of the stream was forged. Test runs can start no process at all now."""
+    assert_no_hidden_pass(grade_one(strict_grader, source=SELF_EXEC, tests=HIDDEN))

@@ -76,7 +76,11 @@ def test_prompts_are_chats_and_hide_the_tests():
     p = normalize(
         {"id": "a", "prompt": "Add two numbers.", "signature": "pub fn add(a: i32) -> i32", "tests": "SECRET"}, "x"
     )
-    row = to_training_rows([p], "SYSTEM")[0]
+    from dataclasses import replace
+
+    from rust_grpo.answer_format import THINK
+
+    row = to_training_rows([p], replace(THINK, system_prompt="SYSTEM"))[0]
     assert row["prompt"][0] == {"role": "system", "content": "SYSTEM"}
     assert "pub fn add" in row["prompt"][1]["content"] and "<think>" in user_prompt(p)
     assert "SECRET" not in json.dumps(row["prompt"]) and row["tests"] == "SECRET"

@@ -95,17 +95,17 @@ def test_every_component_from_one_grading_of_each_completion(grader):
     completions = [GOOD, TRIVIAL, EXIT_HACK, WRONG, BROKEN, NO_CODE]
     table, context = rewards_for(grader, completions)
     # one parallel pass for the 5 programs (NO_CODE is never sent), one for a wrong version of each
-    # program whose own tests passed (GOOD, TRIVIAL), shared by all seven reward functions
+    # program whose own tests passed (GOOD, TRIVIAL), shared by all ten reward functions
     assert context.grader.calls == 2 and context.grader.jobs == 5 + 2
     assert list(table) == list(REWARD_NAMES)
     good, trivial, hack, wrong, broken, no_code = zip(*table.values())
-    assert good == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    assert good == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)  # two distinct assert lines: asserts 0.5
     assert trivial[2] == 0.0 and trivial[5] == 0.0  # no meaningful tests -> no test credit
     assert trivial[6] == 1.0  # ... but the hidden tests still pass
     assert hack[5] == 0.0 and hack[6] == 0.0  # process::exit earns nothing
     assert wrong[3] == 1.0 and wrong[6] == 0.0 and wrong[2] == 0.0
     assert broken[3] == 0.0 and broken[4] == 0.0 and broken[6] == 0.0
-    assert no_code == (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert no_code == (0.0,) * len(REWARD_NAMES)
 
 
 def test_partial_hidden_credit_and_rows_without_hidden_tests(grader):
@@ -203,3 +203,24 @@ def test_own_tests_of_exercism_style_rows_are_graded_before_they_are_paid(grader
     table = {f.__name__: f(prompts=[None] * 2, completions=completions, **columns) for f in funcs}
     assert table["hidden_tests"] == [1.0, 1.0]
     assert table["tests_present"] == [0.5, 0.0] and table["own_tests"][1] == 0.0
+
+
+def test_oxens_rewards_and_answer_format(grader):
+    from rust_grpo.answer_format import OXEN
+
+    oxen_answer = (
+        "```rust\n/// Add the two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n"
+        "    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(1, 2), 3);\n        assert_eq!(add(-1, 1), 0);\n"
+        "        assert!(add(2, 2) == 4);\n    }\n}\n```"
+    )
+    context = RewardContext(grader, answer_format=OXEN)
+    funcs, _ = build_reward_functions(context, {})
+    table = {f.__name__: f(prompts=[None] * 2, completions=[oxen_answer, GOOD], tests=[""] * 2) for f in funcs}
+    assert table["format"] == [1.0, 1.0]  # one ```rust block is the whole oxen format
+    assert table["test_block"] == [1.0, 1.0] and table["non_empty"] == [1.0, 1.0]
+    assert table["asserts"] == [0.75, 0.5]  # 0.25 per distinct assert line, up to 1
+    table = {
+        f.__name__: f(prompts=[None], completions=[oxen_answer], tests=[""])
+        for f in build_reward_functions(RewardContext(grader), {})[0]
+    }
+    assert table["format"] == [0.5]  # in the think format the same answer lacks its reasoning block

@@ -198,3 +198,27 @@ def test_eval_takes_the_runs_prompt_and_vllm_gets_the_adapters_rank(tmp_path):
     args = vllm_engine_args("Qwen/Qwen2.5-Coder-1.5B-Instruct", 0, str(adapter))
     assert args["enable_lora"] and args["max_lora_rank"] == 32
     assert "enable_lora" not in vllm_engine_args("m", 0)
+
+
+def test_the_oxen_preset_is_oxens_run():
+    """Published values of the Oxen.ai run (their train.py and blog post, 2025)."""
+    from rust_grpo.answer_format import OXEN
+    from rust_grpo.rewards import REWARD_NAMES
+    from rust_grpo.train import peft_config
+
+    cfg = load_config("oxen-1.5b", ["train.bf16=false"])
+    weights = [cfg.reward.weights.get(name, 0.0) for name in REWARD_NAMES]
+    args = grpo_args(cfg, weights)
+    assert cfg.model.name_or_path == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    assert (args.learning_rate, args.lr_scheduler_type, args.num_train_epochs) == (5e-6, "cosine", 1.0)
+    assert (args.adam_beta1, args.adam_beta2, args.weight_decay, args.max_grad_norm) == (0.9, 0.99, 0.1, 0.1)
+    assert (args.warmup_steps, args.max_completion_length, args.num_generations) == (0.1, 786, 4)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.beta) == (1, 4, 0.04)
+    lora = peft_config(cfg.lora)
+    assert (lora.r, lora.lora_alpha, lora.lora_dropout, lora.target_modules) == (16, 64, 0.05, "all-linear")
+    assert dict(zip(REWARD_NAMES, args.reward_weights)) == {
+        "format": 0.0, "code_block": 0.0, "tests_present": 0.0, "build": 1.0, "clippy": 1.0, "own_tests": 2.0,
+        "hidden_tests": 0.0, "non_empty": 1.0, "test_block": 0.5, "asserts": 1.0,
+    }  # fmt: skip
+    fmt = cfg.data.format()
+    assert fmt is OXEN and "///" in fmt.system_prompt and "<think>" not in fmt.system_prompt
