@@ -107,7 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reward-sandbox", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="more log lines")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="grade jobs from a JSONL file")
     run.add_argument("--input", "-i", type=Path, required=True, help="JSONL of jobs")
@@ -117,15 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="show the toolchain and the isolation level available here")
     check.set_defaults(func=cmd_check)
     serve = sub.add_parser("serve", help="serve rewards over HTTP")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8808)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (not loopback: a token is required)")
+    serve.add_argument("--port", type=int, default=8808, help="TCP port")
     serve.add_argument(
         "--token", default=None, help="bearer token (or env REWARD_SANDBOX_TOKEN); required off loopback"
     )
     add_arguments(serve, local_only=True)
     serve.add_argument("--max-batch", type=int, default=512, help="most jobs in one request")
     serve.add_argument("--max-queue", type=int, default=4096, help="most jobs waiting before requests get 503")
-    serve.add_argument("--max-request-mb", type=float, default=32.0)
+    serve.add_argument("--max-request-mb", type=float, default=32.0, help="largest request body (then 413)")
     serve.set_defaults(func=cmd_serve)
     return parser
 

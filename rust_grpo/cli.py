@@ -12,11 +12,14 @@ from typing import Any
 log = logging.getLogger("rust_grpo")
 
 
-def _grader(args: argparse.Namespace) -> Any:
+def _grader(args: argparse.Namespace, desc: str = "grading") -> Any:
     from reward_sandbox import Settings, open_grader
 
+    from .progress import ProgressGrader
+
     settings = Settings(isolation=getattr(args, "isolation", "auto"), workers=getattr(args, "workers", None) or 0)
-    return open_grader(settings.with_run_timeout(getattr(args, "timeout", None) or 10.0))
+    grader = open_grader(settings.with_run_timeout(getattr(args, "timeout", None) or 10.0))
+    return ProgressGrader(grader, desc, enabled=False if getattr(args, "quiet", False) else None)
 
 
 def run_config(path: str) -> Any:
@@ -45,15 +48,24 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import shutil
+
     from .demo import run_demo
 
-    run_demo(Path(args.out), steps=args.steps)
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):  # a later --resume must never pick up another run's checkpoints
+        print(f"rust-grpo demo: {out} holds an earlier run; starting clean there", file=sys.stderr)
+        shutil.rmtree(out)
+    run_demo(out, steps=args.steps)
     return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from .data import DataError
     from .plots import plot_run
 
+    if not (Path(args.run_dir) / "metrics.jsonl").exists():
+        raise DataError(f"{args.run_dir}: no metrics.jsonl there; give a training run's output_dir (e.g. runs/demo)")
     print(plot_run(Path(args.run_dir)))
     return 0
 
@@ -64,7 +76,7 @@ def _score_and_report(
     from .report import write_report
     from .scoring import score_completions, summarize
 
-    with _grader(args) as grader:
+    with _grader(args, "scoring") as grader:
         records = score_completions(completions, problems, grader)
         meta = {**meta, "isolation": grader.level}
     summary = summarize(records)
@@ -131,10 +143,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
 
 
+def _read_report(path: str) -> dict[str, Any]:
+    from .data import DataError
+
+    try:
+        report = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not JSON ({exc.msg}); give the report.json that `score` or `eval` wrote") from None
+    if not isinstance(report, dict) or not {"rates", "hidden", "samples"} <= set(report):
+        raise DataError(
+            f"{path}: not a report (no rates/hidden/samples); give the report.json that `score` or `eval` wrote"
+        )
+    return report
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from .report import compare
 
-    a, b = (json.loads(Path(p).read_text()) for p in (args.a, args.b))
+    a, b = (_read_report(p) for p in (args.a, args.b))
     print(compare(a, b, args.name_a or Path(args.a).parent.name, args.name_b or Path(args.b).parent.name), end="")
     return 0
 
@@ -144,7 +170,7 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
     from .verify import verify_problems
 
     failed = 0
-    with _grader(args) as grader:
+    with _grader(args, "verifying") as grader:
         for path in args.paths:
             problems = load_problems(path, strict=True)
             report = verify_problems(problems, grader, min_asserts=args.min_asserts)
@@ -163,8 +189,13 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
 
     problems = load_problems(args.input)
     jobs = [p.job_or_invalid(p.solution) for p in problems]
-    with _grader(args) as grader:
+    with _grader(args, "filtering") as grader:
         results = grader.grade(jobs)
+    dropped = [(p, r) for p, r in zip(problems, results) if r.status.value != "ok"]
+    for p, r in dropped[:20]:
+        print(f"drop {p.id}: {r.status.value}: {r.reason or 'no test ran'}", file=sys.stderr)
+    if len(dropped) > 20:
+        print(f"... and {len(dropped) - 20} more dropped", file=sys.stderr)
     kept = [
         p
         for p, r in zip(problems, results)
@@ -210,7 +241,7 @@ def _sandbox_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rust-grpo", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true", help="more log lines")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="GRPO training from a TOML config")
@@ -222,12 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("demo", help="offline CPU demo: tiny model, real sandboxed rewards, metrics and plots")
-    p.add_argument("--out", default="runs/demo")
-    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--out", default="runs/demo", help="the run's directory (refused if it holds another run)")
+    p.add_argument("--steps", type=int, default=8, help="GRPO steps after the warm start")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("plot", help="PNG training curves of a run")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", help="a training run's output_dir (holds metrics.jsonl)")
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("eval", help="sample K completions per problem and report build/clippy/test rates and pass@k")
@@ -236,57 +267,65 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config", default=None, help="the run's config (TOML, preset or RUN/config.json): evaluate with its prompt"
     )
-    p.add_argument("--dataset", default="data/eval.jsonl")
-    p.add_argument("--samples", "-k", type=int, default=4)
-    p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
-    p.add_argument("--max-new-tokens", type=int, default=1024)
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument(
+        "--dataset", default="data/eval.jsonl", help="problems to sample (their hidden tests grade the answers)"
+    )
+    p.add_argument("--samples", "-k", type=int, default=4, help="completions per problem (pass@k up to k)")
+    p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="sampling engine (vllm needs a CUDA GPU)")
+    p.add_argument("--max-new-tokens", type=int, default=1024, help="most tokens per completion")
+    p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0 = greedy)")
+    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling")
     p.add_argument("--batch", type=int, default=4, help="problems per generation batch (hf)")
     p.add_argument("--limit", type=int, default=0, help="first N problems only")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="runs/eval")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--out", default="runs/eval", help="where completions.jsonl and the report go")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar while grading")
     _sandbox_options(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("score", help="score existing completions (JSONL) against cargo test suites")
-    p.add_argument("completions")
-    p.add_argument("--dataset", default=None, help="problems with hidden tests, matched by problem_id")
-    p.add_argument("--out", default="runs/score")
+    p.add_argument("completions", help='JSONL: {"problem_id" (or "id"), "completion" (or "code"), "sample"?} per line')
+    p.add_argument(
+        "--dataset", required=True, help="problems with hidden tests, matched by problem_id (e.g. data/eval.jsonl)"
+    )
+    p.add_argument("--out", default="runs/score", help="where report.json, report.md, report.png and results.jsonl go")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("compare", help="two report.json files side by side")
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--name-a")
-    p.add_argument("--name-b")
+    p.add_argument("a", help="a report.json (from score or eval)")
+    p.add_argument("b", help="another report.json")
+    p.add_argument("--name-a", help="column title for a (default: its directory's name)")
+    p.add_argument("--name-b", help="column title for b")
     p.set_defaults(func=cmd_compare)
 
     data = sub.add_parser("data", help="dataset tools").add_subparsers(dest="data_command", required=True)
     p = data.add_parser("verify", help="references pass their hidden tests; todo!() stubs fail them")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", help="problem files (.jsonl/.parquet) to check")
     p.add_argument(
         "--min-asserts", type=int, default=4, help="asserts the hidden tests must hold (1 for external suites)"
     )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_verify)
     p = data.add_parser("filter", help="keep only rows whose code passes its tests")
-    p.add_argument("input")
-    p.add_argument("--out", required=True)
+    p.add_argument("input", help="problems to filter (.jsonl/.parquet, our schema or Oxen's)")
+    p.add_argument("--out", required=True, help="JSONL of the rows kept")
     p.add_argument("--clippy", action="store_true", help="also require clippy-clean code")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_filter)
     p = data.add_parser("import", help="convert an external suite to our schema")
     from .importers import FORMATS
 
-    p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("source")
-    p.add_argument("--out", required=True)
+    p.add_argument("--format", required=True, choices=FORMATS, help="the suite's upstream format")
+    p.add_argument("source", help="the upstream file or directory")
+    p.add_argument("--out", required=True, help="JSONL of problems in our schema")
     p.set_defaults(func=cmd_data_import)
-    p = data.add_parser("build", help="build data/train.jsonl and data/eval.jsonl from data/source/*.rsp")
-    p.add_argument("--source", default="data/source")
-    p.add_argument("--out", default="data")
+    p = data.add_parser("build", help="build data/train.jsonl, eval.jsonl and demo.jsonl from data/source/*.rsp")
+    p.add_argument("--source", default="data/source", help="the human-written problem sources (data/source)")
+    p.add_argument("--out", default="data", help="where train/eval/demo.jsonl are written")
     p.set_defaults(func=cmd_data_build)
     return parser
 

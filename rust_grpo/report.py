@@ -19,11 +19,22 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def _per_problem(summary: dict[str, Any]) -> str:
+    low, high = summary["samples_per_problem"], summary.get("samples_per_problem_max", summary["samples_per_problem"])
+    return f"{low} per problem" if low == high else f"{low} to {high} per problem; pass@k uses at most {low}"
+
+
 def markdown(summary: dict[str, Any], title: str) -> str:
+    unknown = summary.get("unknown_problems", 0)
     lines = [
         f"# {title}",
         "",
-        f"{summary['problems']} problems, {summary['samples']} samples ({summary['samples_per_problem']} per problem).",
+        f"{summary['problems']} problems, {summary['samples']} samples ({_per_problem(summary)})."
+        + (
+            f" {unknown} completions name problems the dataset does not hold: not graded, not counted."
+            if unknown
+            else ""
+        ),
         "",
         "| metric | value |",
         "|---|---|",

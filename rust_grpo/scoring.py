@@ -62,13 +62,28 @@ def score_completions(
     unknown = sorted({c.problem_id for c in completions if problems and c.problem_id not in problems})
     if unknown and len(unknown) == len({c.problem_id for c in completions}):
         raise DataError(f"no completion matches a problem of the dataset (e.g. {unknown[0]!r})")
-    columns = job_columns([problems.get(c.problem_id) for c in completions])
+    known = [c for c in completions if not problems or c.problem_id in problems]
+    columns = job_columns([problems.get(c.problem_id) for c in known])
     context = RewardContext(grader, min_tests=min_tests)
-    evaluations = context.evaluate([c.text for c in completions], columns)
-    return [
-        _record(c, e, min_tests, known=not problems or c.problem_id in problems)
-        for c, e in zip(completions, evaluations)
-    ]
+    evaluations = iter(context.evaluate([c.text for c in known], columns) if known else [])
+    records = []
+    for c in completions:
+        if problems and c.problem_id not in problems:
+            records.append(_unknown_record(c))
+        else:
+            records.append(_record(c, next(evaluations), min_tests, known=True))
+    return records
+
+
+def _unknown_record(c: Completion) -> dict[str, Any]:
+    """A completion for a problem the dataset does not hold: not graded, counted apart."""
+    return {
+        "problem_id": c.problem_id, "sample": c.sample, "status": "unknown_problem", "format_ok": False,
+        "parse_problems": [], "build_ok": False, "clippy_clean": False, "own_tests": {"passed": 0, "total": 0},
+        "own_tests_pass": False, "meaningful_tests": 0, "hack_flags": [], "hidden_tests": {"passed": 0, "total": 0},
+        "hidden_pass": False, "rewards": {}, "catching_tests": [], "duration_s": 0.0, "unknown_problem": True,
+        "reason": f"problem {c.problem_id!r} is not in the dataset",
+    }  # fmt: skip
 
 
 def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[str, Any]:
@@ -109,7 +124,10 @@ RATE_KEYS = {
 
 
 def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, Any]:
-    """Rates over all samples, and per-problem unbiased pass@k on the hidden tests."""
+    """Rates over all samples, and per-problem unbiased pass@k on the hidden tests. Completions for
+    problems the dataset does not hold are counted apart (``unknown_problems``), never as failures."""
+    unknown = [r for r in records if r.get("unknown_problem")]
+    records = [r for r in records if not r.get("unknown_problem")]
     n = len(records)
     by_problem: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -137,6 +155,8 @@ def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -
         "samples": n,
         "problems": len(by_problem),
         "samples_per_problem": samples,
+        "samples_per_problem_max": max((len(v) for v in by_problem.values()), default=0),
+        "unknown_problems": len(unknown),
         "rates": rates,
         "hidden": pass_k,
         "statuses": dict(statuses),

@@ -46,7 +46,7 @@ def judge(problem: Problem, reference: Result, stub: Result, min_asserts: int = 
     if not problem.tests.strip():
         reasons.append("no hidden tests")
     elif len(_ASSERTS.findall(problem.tests)) < min_asserts:
-        reasons.append(f"fewer than {min_asserts} asserts in the hidden tests")
+        reasons.append(f"fewer than {min_asserts} asserts in the hidden tests (external suites: --min-asserts 1)")
     if reference.status is not Status.OK or reference.tests.hidden.passed == 0:
         detail = reference.reason or reference.status.value
         reasons.append(f"reference does not pass: {detail}")

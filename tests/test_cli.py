@@ -44,3 +44,80 @@ def test_cli_strict_isolation_exits_2_with_the_reason_when_unavailable(tmp_path,
     assert code == 2
     assert "strict isolation requested but bubblewrap is refused here" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def rust_grpo(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "rust_grpo.cli", *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+
+
+def test_score_needs_a_dataset_and_counts_unknown_problems_apart(tmp_path):
+    from .conftest import ROOT
+
+    eval_set = str(ROOT / "data" / "eval.jsonl")
+    problem = json.loads((ROOT / "data" / "eval.jsonl").read_text().splitlines()[0])
+    rows = [
+        {"problem_id": problem["id"], "code": problem["solution"]},
+        {"problem_id": problem["id"], "code": problem["solution"]},
+        {"problem_id": "no-such-problem", "code": problem["solution"]},
+    ]
+    completions = tmp_path / "c.jsonl"
+    completions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    missing = rust_grpo("score", str(completions))
+    assert missing.returncode == 2 and "--dataset" in missing.stderr
+    proc = rust_grpo("score", str(completions), "--dataset", eval_set, "--out", str(tmp_path / "out"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["samples"] == 2 and report["unknown_problems"] == 1 and report["rates"]["hidden_tests"] == 1.0
+    assert "1 completions name problems the dataset does not hold" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_report_says_how_many_samples_each_problem_had(tmp_path):
+    from rust_grpo.report import markdown
+
+    summary = {"problems": 2, "samples": 3, "samples_per_problem": 1, "samples_per_problem_max": 2, "rates": {},
+               "hidden": {}, "statuses": {}, "mean_rewards": {}, "per_problem": {}}  # fmt: skip
+    try:
+        text = markdown(summary, "t")
+    except KeyError:  # the rate table needs a full summary; the header line is what this checks
+        text = ""
+    from rust_grpo.report import _per_problem
+
+    assert _per_problem(summary) == "1 to 2 per problem; pass@k uses at most 1" or "1 to 2 per problem" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["compare", "NOTREPORT", "NOTREPORT"], "not a report"),
+        (["plot", "no/such/run"], "no metrics.jsonl there"),
+        (["train", "--config", "tiny-cpu", "--set", "train.max_steps=-3"], "train.max_steps must be"),
+        (["train", "--config", "tiny-cpu", "--set", "train.learnig_rate=1"], "did you mean learning_rate"),
+    ],
+)
+def test_cli_errors_are_one_line_with_exit_2_never_a_traceback(tmp_path, args, needle):
+    not_report = tmp_path / "x.json"
+    not_report.write_text('{"a": 1}')
+    proc = rust_grpo(*[str(not_report) if a == "NOTREPORT" else a for a in args], cwd=tmp_path)
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_every_cli_option_says_what_it_is_for():
+    import argparse
+
+    from reward_sandbox.cli import build_parser as sandbox_parser
+    from rust_grpo.cli import build_parser
+
+    def undocumented(parser: argparse.ArgumentParser, where: str) -> list[str]:
+        missing = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    missing += undocumented(sub, f"{where} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{where} {'/'.join(action.option_strings) or action.dest}")
+        return missing
+
+    assert undocumented(build_parser(), "rust-grpo") + undocumented(sandbox_parser(), "reward-sandbox") == []

@@ -1,0 +1,42 @@
+"""A progress bar for long grading commands (``score``, ``eval``, ``data verify``, ``data filter``).
+
+tqdm on stderr with a rate and an ETA; off when stderr is not a terminal or with ``--quiet``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+class ProgressGrader:
+    """Wraps a grader so that every graded job moves a bar; the results are the inner grader's."""
+
+    def __init__(self, inner: Any, desc: str = "grading", enabled: bool | None = None) -> None:
+        self.inner = inner
+        self.desc = desc
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.level = getattr(inner, "level", "")
+
+    def grade(self, items: Sequence[Any]) -> list[Any]:
+        if not self.enabled or not items:
+            return list(self.inner.grade(items))
+        from tqdm import tqdm
+
+        with tqdm(total=len(items), desc=self.desc, unit="job", file=sys.stderr, dynamic_ncols=True) as bar:
+            try:
+                return list(self.inner.grade(items, on_result=lambda _i, _r: bar.update(1)))
+            except TypeError:  # a grader without progress callbacks (the HTTP client)
+                results = list(self.inner.grade(items))
+                bar.update(len(items))
+                return results
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> ProgressGrader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
