@@ -135,8 +135,6 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             "--crate-name",
             f"{asm.tag}_tests",
             *codegen,
-            "--cap-lints",
-            "warn",
             "-L",
             work,
             "--extern",
@@ -151,7 +149,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         ]
         own_compile = run_own = None
         if asm.has_own_tests:
-            own = [rustc, "--test", *common, "--cap-lints", "warn", f"{src}/lib.rs", "-o", f"{work}/own_bin"]
+            own = [rustc, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/own_bin"]
             steps.append(_compile_step("ownc", own, limits, when="ok:lib"))
             own_compile = "ownc"
         steps.append(_run_step("run_hidden", [f"{work}/test_bin", *tests], limits, when="ok:testc", cwd=src))
@@ -173,8 +171,6 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             rustc,
             "--test",
             *common,
-            "--cap-lints",
-            "warn",
             f"{src}/{asm.hidden_root}",
             "-o",
             f"{work}/test_bin",

@@ -172,7 +172,14 @@ def shipped_path(spec: str) -> Path:
 def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
     """Raw records with a location label each, from a file or a `datasets` name."""
     path = shipped_path(spec)
-    if path.suffix == ".jsonl" or (path.exists() and path.suffix == ".json"):
+    if path.suffix == ".json" and path.exists():  # one JSON document: an array of records (MultiPL-E) or one record
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{spec}: not valid JSON ({exc.msg})") from None
+        records = document if isinstance(document, list) else [document]
+        return [(f"{spec}[{i}]", record) for i, record in enumerate(records)]
+    if path.suffix == ".jsonl":
         if not path.exists():
             raise DataError(f"dataset file not found: {spec}")
         out: list[tuple[str, Any]] = []
@@ -180,10 +187,10 @@ def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
             for number, line in enumerate(fh, 1):
                 if line.strip():
                     try:
-                        out.append((f"{path.name}:{number}", json.loads(line)))
+                        out.append((f"{spec}:{number}", json.loads(line)))
                     except json.JSONDecodeError as exc:
                         out.append(
-                            (f"{path.name}:{number}", DataError(f"{path.name}:{number}: not valid JSON ({exc.msg})"))
+                            (f"{spec}:{number}", DataError(f"{spec}:{number}: not valid JSON ({exc.msg})"))
                         )
         return out
     if path.suffix == ".parquet":

@@ -123,14 +123,43 @@ def _from_multipl_e(record: dict[str, Any]) -> Problem:
     )
 
 
+_STD_ROOTS = {"std", "core", "alloc", "self", "super", "crate"}
+_USE_LINE = re.compile(r"^[ \t]*use[ \t]+(?:::)?([A-Za-z_][A-Za-z0-9_]*)[^;\n]*;[ \t]*\n?", re.MULTILINE)
+_LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*;\s*$")
+
+
+def drop_unused_crate_imports(code: str, body: str, where: str) -> str:
+    """HumanEvalPack declares ``use rand::Rng; use regex::Regex; use md5;`` in every problem. Drop each
+    such import of a crate the ``body`` never uses; a body that does use one cannot be graded without
+    that crate (crates.io is out of reach), so the problem is refused naming the crate."""
+    out = code
+    for match in list(_USE_LINE.finditer(code))[::-1]:
+        root = match.group(1)
+        if root in _STD_ROOTS:
+            continue
+        last = _LAST_NAME.search(match.group(0).strip())
+        names = {root} | ({last.group(1)} if last else set())
+        if any(re.search(rf"\b{re.escape(name)}\b", body) for name in names):
+            raise DataError(f"{where}: needs the crate `{root}` (std-only here)")
+        out = out[: match.start()] + out[match.end() :]
+    return out
+
+
+def _entry_signature(declaration: str, entry_point: str) -> str:
+    """The entry point's own `fn` line (HumanEvalPack's declaration also holds a `fn main(){}`)."""
+    headers = re.findall(rf"^\s*(?:pub\s+)?fn\s+{re.escape(entry_point)}\b[^{{]*", declaration, re.MULTILINE)
+    return headers[-1].strip() if headers else declaration.strip().splitlines()[-1].rstrip("{").strip()
+
+
 def _from_humaneval(record: dict[str, Any]) -> Problem:
-    declaration = record.get("declaration", "")
-    solution = (declaration + record["canonical_solution"]) if record.get("canonical_solution") else ""
+    where = str(record["task_id"])
+    body = record.get("canonical_solution") or ""
+    declaration = drop_unused_crate_imports(record.get("declaration", ""), body + record["test"], where)
     return Problem(
-        id=str(record["task_id"]),
-        prompt=record["prompt"],
-        signature=declaration.strip().rstrip("{").strip(),
-        solution=solution,
+        id=where,
+        prompt=drop_unused_crate_imports(record["prompt"], body + record["test"], where),
+        signature=_entry_signature(declaration, record.get("entry_point", "")),
+        solution=(declaration + body) if body else "",
         tests=record["test"],
         test_mode="unit",
     )

@@ -31,7 +31,17 @@ class VerifyReport:
         return not self.failures
 
 
+def signature_stub(problem: Problem) -> str:
+    """A ``todo!()`` body under the problem's signature: for sets without reference solutions."""
+    header = problem.signature.strip().rstrip("{").rstrip()
+    return f"#[allow(unused_variables)]\n{header} {{\n    todo!()\n}}\n" if header else ""
+
+
 def verify_jobs(problem: Problem) -> list[Job | InvalidJob]:
+    """The reference and its stub; without a reference, the signature's stub (twice, to keep pairs)."""
+    if not problem.solution.strip():
+        stub = problem.job_or_invalid(signature_stub(problem), f"{problem.id}#signature-stub")
+        return [stub, stub]
     return [
         problem.job_or_invalid(problem.solution, f"{problem.id}#reference"),
         problem.job_or_invalid(make_stub(problem.solution), f"{problem.id}#stub"),
@@ -39,10 +49,22 @@ def verify_jobs(problem: Problem) -> list[Job | InvalidJob]:
 
 
 def judge(problem: Problem, reference: Result, stub: Result, min_asserts: int = MIN_ASSERTS) -> list[str]:
-    """Reasons this problem fails verification (empty when it passes)."""
+    """Reasons this problem fails verification (empty when it passes). Without a reference solution
+    (MultiPL-E), what can still be checked is checked: the tests compile against a ``todo!()`` stub of
+    the signature and fail on it; tests that cannot compile against it can never pass."""
     reasons = []
     if not problem.solution.strip():
-        reasons.append("no reference solution")
+        if not problem.signature.strip():
+            return ["no reference solution and no signature: nothing to check"]
+        if not problem.tests.strip():
+            return ["no hidden tests"]
+        if stub.status is Status.OK:
+            return ["a todo!() stub passes the tests (they check nothing)"]
+        if stub.status is Status.SANDBOX_ERROR:
+            return [f"sandbox error: {stub.reason}"]
+        if not stub.build.ok or not stub.tests.hidden.ran:
+            return [f"can never pass: the tests do not compile against the signature ({stub.reason})"]
+        return []
     if not problem.tests.strip():
         reasons.append("no hidden tests")
     elif len(_ASSERTS.findall(problem.tests)) < min_asserts:

@@ -167,3 +167,61 @@ def test_oxens_bare_assert_lists_become_one_test_per_assert_and_grade(tmp_path, 
     results = grader.grade([p.job(p.solution) for p in problems])
     assert results[0].status.value == "ok" and results[0].tests.hidden.passed == 3, results[0].reason
     assert results[1].status.value == "test_failure"  # `data filter` drops it, with the reason
+
+
+HUMANEVALPACK_HEADER = (
+    "\nuse std::{slice::Iter, cmp::{max, self}, mem::replace, collections::{HashSet, HashMap}, ops::Index, ascii::AsciiExt};"
+    "\nuse rand::Rng;\nuse regex::Regex;\nuse md5;\nuse std::any::{Any, TypeId};\n\n"
+)
+
+
+def humanevalpack_record(task: str, entry: str, decl: str, body: str, test: str) -> dict:
+    """One row in HumanEvalPack-Rust's upstream shape: every declaration starts with `fn main(){}` and
+    the same crate imports; the tests are a `#[cfg(test)] mod tests`."""
+    declaration = "fn main(){}\n" + HUMANEVALPACK_HEADER + decl
+    return {"task_id": task, "prompt": f"fn main(){{}}\n{HUMANEVALPACK_HEADER}/*\n Doc.\n*/\n{decl}", "declaration": declaration,
+            "canonical_solution": body, "test": test, "entry_point": entry, "buggy_solution": body, "example_test": ""}  # fmt: skip
+
+
+def test_humanevalpack_upstream_rows_import_and_verify(tmp_path, grader):
+    rows = [
+        humanevalpack_record(
+            "Rust/0", "has_close_elements", "fn has_close_elements(numbers:Vec<f32>, threshold: f32) -> bool{\n",
+            "    for i in 0..numbers.len() { for j in 1..numbers.len() { if i != j && (numbers[i] - numbers[j]).abs() < threshold { return true; } } }\n    false\n}\n",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn test_has_close_elements() {\n"
+            "        assert_eq!(has_close_elements(vec![11.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3), true);\n"
+            "        assert_eq!(has_close_elements(vec![1.0, 2.0, 3.0], 0.5), false);\n    }\n}\n",
+        ),
+        humanevalpack_record(
+            "Rust/162", "string_to_md5", "fn string_to_md5(text: &str) -> String{\n",
+            "    format!(\"{:x}\", md5::compute(text))\n}\n",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { assert_eq!(string_to_md5(\"\"), \"d41d8cd98f00b204e9800998ecf8427e\"); }\n}\n",
+        ),
+    ]  # fmt: skip
+    path = tmp_path / "humanevalpack.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problems, skipped = import_problems("humaneval", path)
+    assert [p.id for p in problems] == ["Rust/0"]
+    assert skipped == ["Rust/162: needs the crate `md5` (std-only here)"]
+    assert problems[0].signature == "fn has_close_elements(numbers:Vec<f32>, threshold: f32) -> bool"
+    assert "rand" not in problems[0].solution and "rand" not in problems[0].prompt
+    report = verify_problems(problems, grader, min_asserts=1)
+    assert report.ok, report.failures
+
+
+def test_multipl_e_prompt_files_are_json_arrays_and_verify_without_references(tmp_path, grader):
+    rows = [
+        {"name": "HumanEval_2_truncate_number", "language": "rs",
+         "prompt": "/// Return the decimal part.\nfn truncate_number(number: f64) -> f64 {\n",
+         "tests": "}\n\nfn main() {\n    let candidate = truncate_number;\n    assert_eq!(candidate(3.5), 0.5);\n}\n",
+         "stop_tokens": ["\n}"]},
+        {"name": "HumanEval_99_too_large", "language": "rs", "prompt": "fn big(n: isize) -> isize {\n",
+         "tests": "}\n\nfn main() {\n    let candidate = big;\n    assert_eq!(candidate(1), 99999999999999999999999999999999);\n}\n",
+         "stop_tokens": ["\n}"]},
+    ]  # fmt: skip
+    path = tmp_path / "humaneval-rs.json"
+    path.write_text(json.dumps(rows, indent=2))
+    problems, skipped = import_problems("multipl-e", path)
+    assert [p.id for p in problems] == ["HumanEval_2_truncate_number", "HumanEval_99_too_large"] and skipped == []
+    report = verify_problems(problems, grader, min_asserts=1)
+    assert len(report.failures) == 1 and report.failures[0].startswith("HumanEval_99_too_large: can never pass")
