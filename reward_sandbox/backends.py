@@ -32,10 +32,9 @@ CARGO = "cargo"
 BACKENDS = (FAST, CARGO)
 DIAG_BYTES = 4 * 1024 * 1024
 FORCED_LINTS = ["--force-warn", "clippy::all", "--force-warn", "unused"]
-NO_UNSAFE = [
-    "-F",
-    "unsafe_code",
-]  # no FFI, no raw fds, no link-section constructors: the harness's output stays its own
+# no FFI, no raw fds, no link-section constructors: the harness's output stays its own
+NO_UNSAFE = ["-F", "unsafe_code"]
+SEALED_DIR = ".rgbin"  # root-owned 0711: test binaries sit here, exec-only, before any test runs
 
 
 @dataclass(frozen=True)
@@ -47,9 +46,10 @@ class Plan:
     own_compile: str | None  # step that builds the program's own tests
     run_hidden: str | None
     run_own: str | None
-    uid_secrets: list[str] = field(
-        default_factory=list
-    )  # copies of the sources the slot uid made, removed before tests run
+    # copies of the sources the slot uid made, removed before tests run
+    uid_secrets: list[str] = field(default_factory=list)
+    # test binaries (path or glob) -> their sealed path: root's, exec-only, unreplaceable
+    seals: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _compile_step(
@@ -72,9 +72,9 @@ def _compile_step(
     )
 
 
-def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "", exec_only: bool = True) -> Step:
-    """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`. With
-    ``exec_only`` the binary runs from a root-owned copy the program may execute but not read."""
+def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
+    """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`; argv[0] is a
+    sealed binary (see ``Plan.seals``)."""
     return Step(
         name=name,
         argv=argv,
@@ -90,7 +90,6 @@ def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = 
         env={"RUSTC_BOOTSTRAP": "1", "RG_NO_PROCESSES": "1"},
         when=when,
         cwd=cwd,
-        exec_only=exec_only,
     )
 
 
@@ -152,11 +151,14 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             own = [rustc, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/own_bin"]
             steps.append(_compile_step("ownc", own, limits, when="ok:lib"))
             own_compile = "ownc"
-        steps.append(_run_step("run_hidden", [f"{work}/test_bin", *tests], limits, when="ok:testc", cwd=src))
+        sealed = f"{work}/{SEALED_DIR}"
+        steps.append(_run_step("run_hidden", [f"{sealed}/test_bin", *tests], limits, when="ok:testc", cwd=src))
+        seals = [(f"{work}/test_bin", f"{sealed}/test_bin")]
         if asm.has_own_tests:
-            steps.append(_run_step("run_own", [f"{work}/own_bin", *tests], limits, when="ok:ownc", cwd=src))
+            steps.append(_run_step("run_own", [f"{sealed}/own_bin", *tests], limits, when="ok:ownc", cwd=src))
+            seals.append((f"{work}/own_bin", f"{sealed}/own_bin"))
             run_own = "run_own"
-        return Plan(steps, ["lib"], ["lib"], ["testc"], own_compile, "run_hidden", run_own)
+        return Plan(steps, ["lib"], ["lib"], ["testc"], own_compile, "run_hidden", run_own, seals=seals)
     has_hidden = asm.hidden_root is not None
     if not has_hidden and not asm.has_own_tests:
         return Plan([_compile_step("check", check, limits)], ["check"], ["check"], [], None, None, None)
@@ -180,7 +182,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         steps.append(
             _run_step(
                 "run_hidden",
-                [f"{work}/test_bin", f"{asm.hidden_module}::", *tests],
+                [f"{work}/{SEALED_DIR}/test_bin", f"{asm.hidden_module}::", *tests],
                 limits,
                 when="ok:testc|ok:hiddenc",
                 cwd=src,
@@ -189,7 +191,8 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     run_own = None
     if asm.has_own_tests:
         own_args = ["--skip", f"{asm.hidden_module}::"] if has_hidden else []
-        steps.append(_run_step("run_own", [f"{work}/test_bin", *own_args, *tests], limits, when="ok:testc", cwd=src))
+        run_own_argv = [f"{work}/{SEALED_DIR}/test_bin", *own_args, *tests]
+        steps.append(_run_step("run_own", run_own_argv, limits, when="ok:testc", cwd=src))
         run_own = "run_own"
     return Plan(
         steps,
@@ -199,6 +202,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         "testc" if asm.has_own_tests else None,
         "run_hidden" if has_hidden else None,
         run_own,
+        seals=[(f"{work}/test_bin", f"{work}/{SEALED_DIR}/test_bin")],
     )
 
 
@@ -237,10 +241,13 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     def cargo_step(name: str, args: list[str], when: str = "always") -> Step:
         return _compile_step(name, [cargo, *args], limits, when, env=env)
 
+    seals: list[tuple[str, str]] = []
+
     def run_tests(name: str, binary: str, extra: list[str], when: str) -> Step:
-        find = f'for f in target/debug/deps/{binary}-*; do if [ -f "$f" ] && [ -x "$f" ]; then exec "$f" "$@"; fi; done; exit 97'
-        argv = ["/bin/sh", "-c", find, "sh", *extra, *libtest_args(job)]
-        return _run_step(name, argv, limits, when, cwd=f"{layout.work}/proj", exec_only=False)
+        sealed = f"{layout.work}/{SEALED_DIR}/{binary}"
+        if (f"{layout.work}/proj/target/debug/deps/{binary}-*", sealed) not in seals:
+            seals.append((f"{layout.work}/proj/target/debug/deps/{binary}-*", sealed))
+        return _run_step(name, [sealed, *extra, *libtest_args(job)], limits, when, cwd=f"{layout.work}/proj")
 
     steps = [
         _compile_step("copy", ["cp", "-r", f"{layout.src}/proj", "."], limits),
@@ -262,4 +269,5 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         skip = ["--skip", f"{asm.hidden_module}::"] if asm.hidden_root is not None else []
         steps.append(run_tests("run_own", job.crate_name, skip, "ok:testc"))
         run_own = "run_own"
-    return Plan(steps, ["build"], ["clippy"], ["testc"], "testc" if run_own else None, run_hidden, run_own, uid_secrets)
+    own_compile = "testc" if run_own else None
+    return Plan(steps, ["build"], ["clippy"], ["testc"], own_compile, run_hidden, run_own, uid_secrets, seals)

@@ -79,7 +79,7 @@ def grade_job(
             path.write_text(text)
             path.chmod(0o644)
         isolation.protect_sources(job_dir, slot.uid)
-        script = driver_script(plan.steps, layout, slot.uid, plan.uid_secrets, asm.nonce_path)
+        script = driver_script(plan.steps, layout, slot.uid, plan.uid_secrets, asm.nonce_path, plan.seals)
         job_dir.driver.write_text(script)
         job_dir.driver.chmod(0o600)
         if slot.memory is not None:

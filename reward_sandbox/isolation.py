@@ -169,7 +169,7 @@ class Bubblewrap(Isolation):
             argv += ["--bind", str(memory.procs), "/rg/memory"]
         if runs_as_root():
             # root-side only: every step drops them with its uid (runner.c)
-            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER"):
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE"):
                 argv += ["--cap-add", cap]
         else:
             argv += ["--unshare-user-try"]

@@ -20,7 +20,7 @@ import selectors
 import shlex
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +53,6 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
     when: str = "always"
     cwd: str = ""  # run from this directory (default: the work dir)
-    exec_only: bool = False  # argv[0] becomes root-owned and mode 0111: the program can execute it, not read it
 
 
 @dataclass
@@ -121,14 +120,22 @@ def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str]) -
     return (env + " " if env else "") + " ".join(shlex.quote(a) for a in args)
 
 
-def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secrets: list[str], nonce_path: str) -> str:
+def driver_script(
+    steps: list[Step],
+    layout: Layout,
+    uid: int | None,
+    uid_secrets: list[str],
+    nonce_path: str,
+    seals: Sequence[tuple[str, str]] = (),
+) -> str:
     """A bash script that runs the steps and reports on the control fd.
 
     Before the first step that runs untrusted code it says ``scrub`` and waits for the host to
     delete the sources (hidden tests included) and answer; ``uid_secrets``, copies the slot uid
     made, are deleted as that uid. No source or generated file is readable once tests run. Then it
     writes the nonce it reads from the host's pipe to ``nonce_path`` (root-owned file, unlisted
-    directory), where the sentinel test finds it by a name only the exec-only binary holds.
+    directory), where the sentinel test finds it by a name only the exec-only binary holds, and
+    seals each test binary (``seals``: a path or glob, and where it goes) with ``rg-run seal``.
     """
     lines = ["exec 0</dev/null", "umask 022", f"cd {shlex.quote(layout.work)} || exit 90"]
     kinds = [step.kind for step in steps]
@@ -149,12 +156,16 @@ def driver_script(steps: list[Step], layout: Layout, uid: int | None, uid_secret
             if uid_secrets:
                 scrub = Step("scrub", [], "compile", 30, 10, 256, 8, 1, 64, 64, 0)
                 lines.append(_runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets]) + " >/dev/null 2>&1")
+            for source, target in seals:  # test binaries: root's, exec-only, in a directory the program cannot write
+                if uid is not None:
+                    seal = f'{shlex.quote(layout.runner)} seal {uid} "$f" {shlex.quote(target)}'
+                else:
+                    seal = f'mkdir -p {shlex.quote(os.path.dirname(target))} && mv -f "$f" {shlex.quote(target)}'
+                lines.append(f'for f in {source}; do if [ -f "$f" ] && [ -x "$f" ]; then {seal}; break; fi; done')
             if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
                 lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
         call = _runner_call(layout, step, uid, argv)
-        if step.exec_only:
-            call = f"RG_EXEC_ONLY={shlex.quote(argv[0])} {call}"
         body.append(f"{call} >&{fd} 2>&{fd}")
         body.append(f'rc_{step.name}=$?; echo "end {step.name} $rc_{step.name}" >&{CONTROL_FD}')
         block = "; ".join(body)

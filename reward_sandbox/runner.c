@@ -12,10 +12,8 @@
  *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls, and any
  *     socket but a local (AF_UNIX) one.
  *
- * With RG_EXEC_ONLY=PATH in its environment, the parent (root) first makes the compiler's output
- * PATH root-owned with mode 0111: the program may execute its test binary but not read it, which
- * also makes the process non-dumpable (no /proc/self/mem or /proc/self/fd for it or its peers).
- * After the child ends, whatever it left in the step's cgroups is killed.
+ * With RG_NO_PROCESSES in its environment (test runs) the child may create threads but no
+ * processes and may not exec: its binary is started with execveat, which safe Rust cannot call.
  *
  * usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB NONCE_FD CWD CGROUP_PROCS... -- ARGV...
  *   UID -1 keeps the current uid; NONCE_FD -1 passes none; CWD "-" stays put (else the child enters it
@@ -58,8 +56,9 @@ static void die(const char *what) {
     _exit(126);
 }
 
-/* Run steps may start threads but no processes: a test that could start its own (exec-only) binary
- * again could run the sentinel alone, read the nonce and forge the whole run. */
+/* Run steps may start threads but no processes, and exec nothing: a test that could run its own
+ * (exec-only) binary again, as a child or in its own place, could run the sentinel alone, read the
+ * nonce and forge the whole run. */
 static void forbid_processes(void) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -71,6 +70,8 @@ static void forbid_processes(void) {
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_vfork, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
 #endif
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
         BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0),
@@ -131,19 +132,31 @@ static void limit(int resource, rlim_t value) {
     if (setrlimit(resource, &rl) != 0) die("setrlimit");
 }
 
-static void make_exec_only(const char *path, long uid) {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) die(path);
+/* rg-run seal UID SRC DST: the compiler's output SRC (a regular file of UID with one link) becomes
+ * root-owned, mode 0111, and moves to DST in a root-owned 0711 directory. The program may execute
+ * it but not read it (which also makes it non-dumpable), replace it or name its directory's files. */
+static int seal(long uid, const char *src, const char *dst) {
+    int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 3 : (die(src), 1);
     struct stat st;
-    if (fstat(fd, &st) != 0) die(path);
-    int fresh = st.st_uid == (uid_t)uid && st.st_nlink == 1; /* what the compiler just wrote */
-    int done = st.st_uid == 0 && (st.st_mode & 07777) == 0111; /* made exec-only for an earlier step */
-    if (!S_ISREG(st.st_mode) || !(fresh || done)) {
-        fprintf(stderr, "rg-run: %s is not the compiler's output\n", path);
-        _exit(126);
+    if (fstat(fd, &st) != 0) die(src);
+    if (!S_ISREG(st.st_mode) || st.st_uid != (uid_t)uid || st.st_nlink != 1) {
+        fprintf(stderr, "rg-run: %s is not the compiler's output\n", src);
+        return 4;
     }
-    if (fchown(fd, 0, 0) != 0 || fchmod(fd, 0111) != 0) die("exec-only");
+    if (fchown(fd, 0, 0) != 0 || fchmod(fd, 0111) != 0) die("seal");
     close(fd);
+    char dir[4096];
+    if (strlen(dst) >= sizeof(dir)) return 5;
+    strcpy(dir, dst);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir) return 5;
+    *slash = 0;
+    struct stat d;
+    if (mkdir(dir, 0711) != 0 && errno != EEXIST) die(dir);
+    if (lstat(dir, &d) != 0 || !S_ISDIR(d.st_mode) || d.st_uid != 0 || (d.st_mode & 022)) die("sealed dir not ours");
+    if (rename(src, dst) != 0) die("rename");
+    return 0;
 }
 
 static void kill_uid(long uid) {
@@ -162,6 +175,7 @@ int main(int argc, char **argv) {
         kill_uid(atol(argv[2]));
         return 0;
     }
+    if (argc == 5 && strcmp(argv[1], "seal") == 0) return seal(atol(argv[2]), argv[3], argv[4]);
     int sep = 0;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--") == 0) { sep = i; break; }
@@ -178,11 +192,6 @@ int main(int argc, char **argv) {
     int nonce_fd = atoi(argv[10]);
     const char *cwd = argv[11];
 
-    const char *exec_only = getenv("RG_EXEC_ONLY");
-    if (exec_only != NULL) {
-        if (uid >= 0) make_exec_only(exec_only, uid); /* without a uid switch the program could chmod it back */
-        unsetenv("RG_EXEC_ONLY");
-    }
     pid_t child = fork();
     if (child < 0) die("fork");
     if (child == 0) {
@@ -208,12 +217,16 @@ int main(int argc, char **argv) {
         }
         if (strcmp(cwd, "-") != 0 && chdir(cwd) != 0) die(cwd);
         install_seccomp();
+        signal(SIGPIPE, SIG_DFL);
         if (getenv("RG_NO_PROCESSES") != NULL) {
             unsetenv("RG_NO_PROCESSES");
             forbid_processes();
+            /* execve is refused from here on: the test binary starts through execveat, which safe
+             * Rust cannot call, so a test cannot replace itself with a fresh run of its binary. */
+            syscall(SYS_execveat, AT_FDCWD, argv[sep + 1], &argv[sep + 1], environ, 0);
+        } else {
+            execvp(argv[sep + 1], &argv[sep + 1]);
         }
-        signal(SIGPIPE, SIG_DFL);
-        execvp(argv[sep + 1], &argv[sep + 1]);
         fprintf(stderr, "rg-run: cannot run %s: %s\n", argv[sep + 1], strerror(errno));
         _exit(127);
     }

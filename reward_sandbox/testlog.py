@@ -50,9 +50,13 @@ def parse_test_log(
             nonce_positions.append(position)
             continue
         if not line.startswith("{"):
-            if line:
-                readable.append(line)
-            continue
+            start = line.find('{ "type": ')  # a direct write without a newline runs into libtest's next line
+            if start < 0:
+                if line:
+                    readable.append(line)
+                continue
+            readable.append(line[:start])
+            line = line[start:]
         try:
             event = json.loads(line)
         except (ValueError, RecursionError):  # the program can print anything, nested 100k deep too

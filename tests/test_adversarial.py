@@ -677,3 +677,54 @@ def test_a_test_cannot_run_its_own_binary_to_get_the_nonce(strict_grader):
     """Found by red-teaming: the (exec-only) binary run again with the sentinel alone printed the
     nonce, and the rest of the stream was forged. Test runs can start no process at all now."""
     assert_no_hidden_pass(grade_one(strict_grader, source=SELF_EXEC, tests=HIDDEN))
+
+
+EXEC_SELF = r"""
+use std::os::unix::process::CommandExt;
+pub fn answer(_x: i32) -> i32 {
+    if std::env::var("RG_STAGE").is_err() {
+        let exe = std::env::args().next().unwrap();
+        let err = std::process::Command::new(exe).arg("zzzz").env("RG_STAGE", "b").exec();
+        panic!("exec refused: {err}");
+    }
+    0
+}
+"""
+
+
+def test_a_test_cannot_exec_its_binary_again(strict_grader):
+    """Found by red-teaming: a test exec'd its binary in its own place (same pid, the grader's stdout
+    kept on another descriptor), ran the real sentinel, then finished the stream by hand. Test runs
+    may not exec: their binary starts through execveat, and execve is refused."""
+    r = grade_one(strict_grader, source=EXEC_SELF, tests=HIDDEN)
+    assert_no_hidden_pass(r)
+    assert "exec refused" in r.output_tail, r.output_tail
+
+
+def test_all_test_binaries_are_sealed_before_any_test_runs(strict_grader):
+    """Integration mode builds two binaries; the program's own one was readable (nonce path inside)
+    while the hidden tests ran. Both are root's and exec-only before the first test."""
+    source = (
+        RIGHT
+        + r"""
+pub fn readable() -> Vec<String> {
+    ["/tmp/test_bin", "/tmp/own_bin", "/tmp/.rgbin/test_bin", "/tmp/.rgbin/own_bin"]
+        .iter().filter(|p| std::fs::read(p).is_ok() || std::fs::OpenOptions::new().write(true).open(p).is_ok())
+        .map(|p| p.to_string()).collect()
+}
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn own() { assert_eq!(super::answer(1), 2); }
+}
+"""
+    )
+    tests = "use solution::*;\n" + HIDDEN + "#[test]\nfn h3() { assert_eq!(readable(), Vec::<String>::new()); }\n"
+    r = grade_one(strict_grader, source=source, tests=tests, test_mode="integration")
+    assert r.status is Status.OK and r.tests.hidden.passed == 3, (r.reason, r.output_tail)
+
+
+def test_a_direct_write_without_a_newline_does_not_break_the_count(strict_grader):
+    source = 'use std::io::Write;\npub fn answer(x: i32) -> i32 {\n    let _ = std::io::stdout().write_all(b"partial");\n    x * 2\n}\n'
+    r = grade_one(strict_grader, source=source, tests=HIDDEN)
+    assert r.status is Status.OK and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
