@@ -444,10 +444,12 @@ def test_a_killed_sandbox_is_a_sandbox_error_and_is_not_cached(strict_grader):
 
     def kill_bwrap() -> None:
         time.sleep(1.5)
-        pids = subprocess.run(["pgrep", "-x", "bwrap"], capture_output=True, text=True).stdout.split()
+        # only this test process's own sandboxes: other graders on the host are none of its business
+        pids = subprocess.run(
+            ["pgrep", "-x", "-P", str(os.getpid()), "bwrap"], capture_output=True, text=True
+        ).stdout.split()
         for pid in pids:
-            if os.getppid() != int(pid):
-                os.kill(int(pid), signals.SIGKILL)
+            os.kill(int(pid), signals.SIGKILL)
 
     killer = threading.Thread(target=kill_bwrap)
     killer.start()
