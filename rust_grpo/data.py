@@ -189,9 +189,7 @@ def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
                     try:
                         out.append((f"{spec}:{number}", json.loads(line)))
                     except json.JSONDecodeError as exc:
-                        out.append(
-                            (f"{spec}:{number}", DataError(f"{spec}:{number}: not valid JSON ({exc.msg})"))
-                        )
+                        out.append((f"{spec}:{number}", DataError(f"{spec}:{number}: not valid JSON ({exc.msg})")))
         return out
     if path.suffix == ".parquet":
         if not path.exists():
