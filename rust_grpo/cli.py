@@ -183,6 +183,29 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_data_difficulty(args: argparse.Namespace) -> int:
+    from .data import load_problems
+    from .difficulty import split_by_difficulty
+    from .evaluate import SamplingSettings, generate
+    from .importers import write_problems
+    from .scoring import score_completions
+
+    problems = load_problems(args.input, max_rows=args.limit)
+    fmt = run_config(args.config).data.format() if args.config else None
+    settings = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature)
+    extra = {"fmt": fmt} if fmt is not None else {}
+    completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
+    with _grader(args, "grading samples") as grader:
+        records = score_completions(completions, {p.id: p for p in problems}, grader)
+    split = split_by_difficulty(records, args.min_pass, args.max_pass)
+    kept = set(split.kept)
+    write_problems(Path(args.out), [p for p in problems if p.id in kept])
+    print(
+        f"{split.summary()} (pass rate over {args.samples} samples in [{args.min_pass}, {args.max_pass}]) -> {args.out}"
+    )
+    return 0
+
+
 def cmd_data_filter(args: argparse.Namespace) -> int:
     from .data import load_problems
     from .importers import write_problems
@@ -316,6 +339,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_filter)
+    p = data.add_parser("difficulty", help="keep prompts the model solves sometimes, not always or never")
+    p.add_argument("input", help="problems (.jsonl/.parquet)")
+    p.add_argument("--model", required=True, help="the policy to sample from (usually the base model)")
+    p.add_argument("--adapter", default=None, help="a LoRA adapter directory")
+    p.add_argument("--config", default=None, help="the run's config: sample with its prompt and answer format")
+    p.add_argument("--samples", "-k", type=int, default=8, help="samples per prompt")
+    p.add_argument("--min-pass", type=float, default=0.01, help="drop prompts solved less often than this")
+    p.add_argument("--max-pass", type=float, default=0.99, help="drop prompts solved more often than this")
+    p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="sampling engine")
+    p.add_argument("--max-new-tokens", type=int, default=1024, help="most tokens per sample")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    p.add_argument("--limit", type=int, default=0, help="first N problems only")
+    p.add_argument("--out", required=True, help="JSONL of the prompts kept")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _sandbox_options(p)
+    p.set_defaults(func=cmd_data_difficulty)
     p = data.add_parser("import", help="convert an external suite to our schema")
     from .importers import FORMATS
 

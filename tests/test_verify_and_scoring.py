@@ -163,3 +163,18 @@ def test_the_hidden_verdict_of_a_correct_program_does_not_depend_on_its_own_test
     assert [r["hidden_tests"] for r in records] == [{"passed": 2, "total": 2}] * 3
     assert [r["own_tests_pass"] for r in records] == [True, False, False]
     assert summarize(records)["hidden"]["pass@1"] == 1.0
+
+
+def test_difficulty_filter_keeps_prompts_solved_sometimes(grader):
+    from rust_grpo.difficulty import split_by_difficulty
+
+    problems = {p.id: p for p in load_problems(str(ROOT / "data" / "eval.jsonl"), max_rows=3)}
+    easy, hard, mid = list(problems)
+    right = {pid: f"```rust\n{p.solution}\n```" for pid, p in problems.items()}
+    wrong = "```rust\npub fn nothing() {}\n```"
+    completions = [Completion(easy, right[easy], i) for i in range(2)]
+    completions += [Completion(hard, wrong, i) for i in range(2)]
+    completions += [Completion(mid, right[mid], 0), Completion(mid, wrong, 1)]
+    split = split_by_difficulty(score_completions(completions, problems, grader), 0.01, 0.99)
+    assert (split.kept, split.never, split.always) == ([mid], [hard], [easy])
+    assert split.rates[mid] == 0.5 and "kept 1/3 prompts" in split.summary()
