@@ -222,3 +222,14 @@ def test_the_oxen_preset_is_oxens_run():
     }  # fmt: skip
     fmt = cfg.data.format()
     assert fmt is OXEN and "///" in fmt.system_prompt and "<think>" not in fmt.system_prompt
+
+
+def test_the_demo_compares_the_same_problems_before_and_after(tmp_path, capsys):
+    """`make demo` in small: its summary scores one fixed set of problems before and after GRPO."""
+    from rust_grpo.demo import run_demo
+
+    result = run_demo(tmp_path / "demo", steps=1, samples=1)
+    before, after = result["before"], result["after"]
+    assert before["n"] == after["n"] == 8 and set(before) == {"n", "format", "build", "hidden tests"}
+    out = capsys.readouterr().out
+    assert "the same 8 problems x 1 samples" in out and "too few and too noisy to show learning" in out
