@@ -121,3 +121,15 @@ def test_every_cli_option_says_what_it_is_for():
         return missing
 
     assert undocumented(build_parser(), "rust-grpo") + undocumented(sandbox_parser(), "reward-sandbox") == []
+
+
+def test_long_grading_commands_show_a_rate_and_an_eta(grader, capsys):
+    from rust_grpo.progress import ProgressGrader
+
+    jobs = [{"id": str(i), "source": ADD} for i in range(3)]
+    results = ProgressGrader(grader, "grading", enabled=True).grade(jobs)
+    assert [r.status.value for r in results] == ["ok"] * 3
+    err = capsys.readouterr().err
+    assert "grading" in err and "3/3" in err and "job/s" in err
+    assert ProgressGrader(grader, enabled=False).grade(jobs[:1])[0].status.value == "ok"
+    assert "grading" not in capsys.readouterr().err
