@@ -14,7 +14,7 @@ Otherwise no test counts as passed: the failures are kept for feedback, the rest
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,25 +44,7 @@ def parse_test_log(
     nonce_positions: list[int] = []
     problems: list[str] = []
     readable: list[str] = []  # what a person should see: panic messages, crash notes
-    for position, line in enumerate(text.splitlines()):
-        line = line.strip()
-        if line == marker:
-            nonce_positions.append(position)
-            continue
-        if not line.startswith("{"):
-            start = line.find('{ "type": ')  # a direct write without a newline runs into libtest's next line
-            if start < 0:
-                if line:
-                    readable.append(line)
-                continue
-            readable.append(line[:start])
-            line = line[start:]
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):  # the program can print anything, nested 100k deep too
-            continue
-        if not isinstance(event, dict):
-            continue
+    for position, event in _events(text, marker, nonce_positions, readable):
         kind, what = event.get("type"), event.get("event")
         if kind == "suite":
             if what == "started" and announced is None:
@@ -136,6 +118,61 @@ def parse_test_log(
         note=note,
     )
     return report, readable_text
+
+
+_DECODER = json.JSONDecoder()
+
+
+class UnreadableOutput(ValueError):
+    """Output built to make parsing slow: the run is not trusted (the program wrote it)."""
+
+
+MAX_FAILED_DECODES = 2000  # per run: `{` after `{` that never closes must not cost quadratic time
+
+
+def _line_objects(line: str, budget: list[int]) -> tuple[list[dict[str, Any]], str]:
+    """Every JSON object in ``line``, and the text around them. libtest writes each event as a whole
+    line, so an event always ends its line: text the program wrote before it, even an unclosed
+    ``{``, cannot hide it, and a forged event beside it is seen as one more."""
+    found: list[dict[str, Any]] = []
+    rest: list[str] = []
+    pos = 0
+    while pos < len(line):
+        start = line.find("{", pos)
+        if start < 0:
+            rest.append(line[pos:])
+            break
+        try:
+            obj, end = _DECODER.raw_decode(line, start)
+        except (ValueError, RecursionError):  # the program can print anything, nested 100k deep too
+            budget[0] -= 1
+            if budget[0] <= 0:
+                raise UnreadableOutput from None
+            rest.append(line[pos : start + 1])
+            pos = start + 1
+            continue
+        rest.append(line[pos:start])
+        if isinstance(obj, dict):
+            found.append(obj)
+        pos = end
+    return found, "".join(rest).strip()
+
+
+def _events(
+    text: str, marker: str, nonce_positions: list[int], readable: list[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line position, event) for every JSON object on stdout; records where the nonce line is."""
+    budget = [MAX_FAILED_DECODES]
+    for position, raw in enumerate(text.splitlines()):
+        line = raw.strip()
+        if line == marker:
+            nonce_positions.append(position)
+            continue
+        objects, other = _line_objects(line, budget)
+        if other:
+            readable.append(other)
+        for obj in objects:
+            yield position, obj
 
 
 def _count(tests: Iterable[_Test]) -> TestCounts:

@@ -730,3 +730,29 @@ def test_a_direct_write_without_a_newline_does_not_break_the_count(strict_grader
     source = 'use std::io::Write;\npub fn answer(x: i32) -> i32 {\n    let _ = std::io::stdout().write_all(b"partial");\n    x * 2\n}\n'
     r = grade_one(strict_grader, source=source, tests=HIDDEN)
     assert r.status is Status.OK and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
+
+
+SWALLOW_EVENTS = r"""
+use std::io::Write;
+pub fn answer(_x: i32) -> i32 {
+    // a forged `ok` for this test, then an unclosed `{` that libtest's real `failed` line runs into
+    let name = std::thread::current().name().unwrap_or("").to_string();
+    let forged = format!("{{ \"type\": \"test\", \"name\": \"{name}\", \"event\": \"ok\" }}\n{{\"x\":");
+    let _ = std::io::stdout().lock().write_all(forged.as_bytes());
+    0
+}
+"""
+
+
+def test_text_written_before_libtests_line_cannot_hide_its_event(strict_grader):
+    """Found by red-teaming: `{"x":` without a newline made libtest's real `failed` line unparsable,
+    and a forged `ok` took its place. Every JSON object on a line is read now."""
+    assert_no_hidden_pass(grade_one(strict_grader, source=SWALLOW_EVENTS, tests=HIDDEN))
+
+
+def test_output_built_to_slow_the_parser_is_the_programs_failure(strict_grader):
+    source = 'use std::io::Write;\npub fn answer(_x: i32) -> i32 {\n    let _ = std::io::stdout().write_all("{\\"a\\":".repeat(100_000).as_bytes());\n    0\n}\n'
+    start = time.monotonic()
+    r = grade_one(strict_grader, source=source, tests=HIDDEN)
+    assert r.status is Status.TEST_FAILURE and not r.tests.hidden.ok, (r.status, r.reason)
+    assert time.monotonic() - start < 20
