@@ -124,12 +124,12 @@ def kill_uid(uid: int) -> None:
     subprocess.run([str(runner_path()), "kill-uid", str(uid)], check=False, capture_output=True)
 
 
-def _step_killer(uid: int | None) -> Callable[[str], bool] | None:
+def _step_killer(uid: int | None) -> Callable[[], bool] | None:
     """Kill only the overdue step's processes (the slot uid's), so the driver goes on to the next step."""
     if uid is None:
         return None
 
-    def kill(_kind: str) -> bool:
+    def kill() -> bool:
         kill_uid(uid)
         return True
 

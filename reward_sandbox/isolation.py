@@ -48,6 +48,15 @@ def runs_as_root() -> bool:
     return os.geteuid() == 0
 
 
+# Namespaces and the read-only system every sandbox gets (jobs, and the probe that checks bwrap works).
+_BWRAP_BASE = [
+    *("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"),
+    *("--die-with-parent", "--new-session", "--clearenv"),
+    *("--ro-bind", "/usr", "/usr"),
+    *("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin"),
+]
+
+
 class Isolation(ABC):
     """How a job's driver script is started, and where it finds its files."""
 
@@ -92,7 +101,6 @@ class Bubblewrap(Isolation):
             work="/tmp",
             toolchain="/toolchain",
             runner="/rg/run",
-            driver="/rg/driver.sh",
             memory_cgroup="/rg/memory" if memory is not None else None,
         )
 
@@ -101,26 +109,7 @@ class Bubblewrap(Isolation):
     ) -> tuple[list[str], dict[str, str]]:
         argv = [
             shutil.which("bwrap") or "bwrap",
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-            "--symlink",
-            "usr/bin",
-            "/bin",
+            *_BWRAP_BASE,
             "--perms",
             "0755",
             "--dir",
@@ -218,7 +207,6 @@ class RlimitsOnly(Isolation):
             work=str(job.work),
             toolchain=str(toolchain.sysroot),
             runner=str(runner_path()),
-            driver=str(job.driver),
             memory_cgroup=str(memory.procs) if memory is not None else None,
         )
 
@@ -234,7 +222,6 @@ class RlimitsOnly(Isolation):
         return ["/bin/bash", str(job.driver)], env
 
 
-LEVELS: dict[str, type[Isolation]] = {BWRAP: Bubblewrap, RLIMITS: RlimitsOnly}
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 
 
@@ -292,20 +279,7 @@ def _bwrap_problem() -> str | None:
     toolchain = find_toolchain()
     argv = [
         shutil.which("bwrap") or "bwrap",
-        "--unshare-pid",
-        "--unshare-net",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
+        *_BWRAP_BASE,
         "--ro-bind",
         str(toolchain.sysroot),
         "/toolchain",

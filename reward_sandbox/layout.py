@@ -14,13 +14,13 @@ class Layout:
     work: str
     toolchain: str
     runner: str
-    driver: str
     memory_cgroup: str | None  # the slot's cgroup.procs: the driver joins it before tests run
 
 
 @dataclass(frozen=True)
 class JobDir:
-    """The host directories of one job: ``root`` (0700, the driver), ``src`` and ``work`` (the slot uid's)."""
+    """The host directories of one job: ``root`` (0711: the root-only driver script), ``src`` (the
+    sources) and ``work`` (the slot uid's)."""
 
     root: Path
 

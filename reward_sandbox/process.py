@@ -185,10 +185,10 @@ def run_driver(
     env: dict[str, str],
     nonce: str,
     scrub: Callable[[], None],
-    kill_step: Callable[[str], bool] | None = None,
+    kill_step: Callable[[], bool] | None = None,
 ) -> DriverOutcome:
     """Spawn ``argv`` (which runs the driver) in a new session and collect every step's output.
-    ``kill_step(kind)`` kills just an overdue step's processes, so the driver goes on to the next
+    ``kill_step()`` kills just an overdue step's processes, so the driver goes on to the next
     step; without it (or when it finds nothing to kill) the whole sandbox is killed. ``scrub()``
     deletes the job's sources when the driver asks, before any test runs."""
     pipes: dict[int, tuple[int, int]] = {FIRST_STEP_FD + i: os.pipe() for i in range(len(steps))}
@@ -244,7 +244,7 @@ def run_driver(
         if not killed and now > step_deadline and current is not None:
             first_time = current.name not in outcome.timed_out
             outcome.timed_out.add(current.name)
-            if first_time and kill_step is not None and kill_step(current.kind):
+            if first_time and kill_step is not None and kill_step():
                 step_deadline = now + 5.0  # grace for the step to end; then the whole sandbox goes
             else:
                 _kill(pid)

@@ -13,23 +13,17 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .cache import default_cache_dir
 from .toolchain import ToolchainError
 
 SOURCE = Path(__file__).with_name("runner.c")
-
-
-def _build_dir() -> Path:
-    base = os.environ.get("REWARD_SANDBOX_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "reward-sandbox"
-    )
-    return Path(base) / "bin"
 
 
 @functools.lru_cache(maxsize=1)
 def runner_path() -> Path:
     """The compiled runner, built on first use; raises :class:`ToolchainError` without a C compiler."""
     code = SOURCE.read_bytes()
-    target = _build_dir() / f"rg-run-{hashlib.sha256(code).hexdigest()[:16]}"
+    target = default_cache_dir() / "bin" / f"rg-run-{hashlib.sha256(code).hexdigest()[:16]}"
     if target.is_file() and os.access(target, os.X_OK):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -71,7 +71,7 @@ def score_completions(
         if problems and c.problem_id not in problems:
             records.append(_unknown_record(c))
         else:
-            records.append(_record(c, next(evaluations), min_tests, known=True))
+            records.append(_record(c, next(evaluations), min_tests))
     return records
 
 
@@ -86,7 +86,7 @@ def _unknown_record(c: Completion) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[str, Any]:
+def _record(c: Completion, e: Evaluation, min_tests: int) -> dict[str, Any]:
     r = e.result
     hidden = r.tests.hidden if r else None
     record: dict[str, Any] = {
@@ -109,7 +109,7 @@ def _record(c: Completion, e: Evaluation, min_tests: int, known: bool) -> dict[s
         "catching_tests": sorted(e.catching_tests),
         "reason": r.reason if r else "; ".join(e.parsed.problems),
         "duration_s": r.duration_s if r else 0.0,
-        "unknown_problem": not known,
+        "unknown_problem": False,
     }
     return record
 
