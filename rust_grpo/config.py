@@ -160,6 +160,9 @@ class TrainConfig:
     epsilon_high: float = _f(0.0, "Upper clip range for DAPO clip-higher (0 = same as epsilon).")
     scale_rewards: str = _f("group", "Advantage scaling: group, batch or none (Dr. GRPO).")
     mask_truncated_completions: bool = _f(False, "Drop truncated completions from the loss (DAPO).")
+    skip_zero_variance_groups: bool = _f(
+        False, "Leave groups whose rewards are all equal out of the loss and its token count (DAPO's filter)."
+    )
     num_iterations: int = _f(1, "Optimisation passes per generation batch (mu in the GRPO paper).")
     logging_steps: int = _f(1, "Log every N steps.")
     save_steps: int = _f(100, "Checkpoint every N steps.")

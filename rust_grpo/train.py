@@ -118,7 +118,6 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     """Everything up to ``trainer.train()``: model, tokenizer, data, rewards, callbacks."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
 
     from .callbacks import MetricsJsonlCallback, SamplesCallback
 
@@ -152,7 +151,10 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
     if reward_funcs is not None:  # benchmarks swap in their own objective
         funcs, weights = reward_funcs, [1.0] * len(reward_funcs)
-    trainer = GRPOTrainer(
+    from .trainer import RustGRPOTrainer
+
+    trainer = RustGRPOTrainer(
+        skip_zero_variance_groups=cfg.train.skip_zero_variance_groups,
         model=model,
         reward_funcs=funcs,
         args=grpo_args(cfg, weights),

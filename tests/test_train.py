@@ -233,3 +233,36 @@ def test_the_demo_compares_the_same_problems_before_and_after(tmp_path, capsys):
     assert before["n"] == after["n"] == 8 and set(before) == {"n", "format", "build", "hidden tests"}
     out = capsys.readouterr().out
     assert "the same 8 problems x 1 samples" in out and "too few and too noisy to show learning" in out
+
+
+def test_zero_variance_groups_are_left_out_of_the_loss_and_counted(tmp_path):
+    """A group whose rewards are all equal leaves the loss and its token count; the other group stays."""
+    import torch
+
+    from rust_grpo.trainer import zero_variance_rows
+
+    cfg = tiny_config(
+        tmp_path, "train.skip_zero_variance_groups=true", "train.per_device_train_batch_size=8", "train.max_steps=1"
+    )
+    first = None
+
+    def tie_on_the_first_problem(completions, id, **_):
+        return [1.0 if pid == first else float(i) for i, pid in enumerate(id)]
+
+    trainer, _ = build_trainer(cfg, reward_funcs=[tie_on_the_first_problem])
+    rows = [trainer.train_dataset[0]] * 4 + [trainer.train_dataset[1]] * 4
+    first = rows[0]["id"]
+    trainer.model.train()
+    out = trainer._generate_and_score_completions(rows)
+    kept = out["completion_mask"].sum(dim=1)
+    assert kept[:4].tolist() == [0, 0, 0, 0] and all(n > 0 for n in kept[4:].tolist())
+    assert int(out["num_items_in_batch"]) == int(kept.sum())
+    metrics = trainer._metrics["train"]
+    assert metrics["skip/zero_variance_groups"] == [1.0] and metrics["skip/frac_completions"] == [0.5]
+
+    assert zero_variance_rows(torch.tensor([0.0, 0.0, 1.0, -1.0]), 2).tolist() == [
+        True,
+        True,
+        False,
+        False,
+    ]
