@@ -128,13 +128,15 @@ def tokens(text: str) -> Iterator[Token]:
         pos = token.end
 
 
-def code_only(text: str) -> str:
+def code_only(text: str, keep_delimiters: bool = False) -> str:
     """``text`` with comments, strings and char literals blanked (lengths and newlines kept), so that
-    patterns searched in it match code only."""
+    patterns searched in it match code only. ``keep_delimiters`` keeps a literal's first and last
+    character (``"  "``), so that an argument made of a literal still shows as one."""
     out = list(text)
     for token in tokens(text):
         if token.kind in ("comment", "string", "char"):
-            for i in range(token.start, token.end):
+            keep = 1 if keep_delimiters and token.kind != "comment" else 0
+            for i in range(token.start + keep, token.end - keep):
                 if out[i] != "\n":
                     out[i] = " "
     return "".join(out)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from reward_sandbox.rustlex import LexError, code_only
+
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _ASSERT = re.compile(r"\b(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne)!\s*[\(\[\{]")
 _DEFINED = re.compile(r"\b(?:fn|struct|enum|trait|type|const|static|union)\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -95,54 +97,13 @@ class CodeAudit:
 
 
 def strip_comments_and_strings(code: str) -> str:
-    """Blank out comments and string/char literals (keeping length and newlines), so that
-    brace matching and identifier scans see only code."""
-    out = list(code)
-    i, n = 0, len(code)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = code[i]
-        if code.startswith("//", i):
-            j = code.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif code.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if code.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif code.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-        elif c == "r" and re.match(r'r#*"', code[i:]) and (i == 0 or not (code[i - 1].isalnum() or code[i - 1] == "_")):
-            hashes = len(re.match(r"r(#*)", code[i:]).group(1))  # type: ignore[union-attr]
-            end = code.find('"' + "#" * hashes, i + 2 + hashes)
-            j = n if end < 0 else end + 1 + hashes
-            blank(i + 1, j)
-            i = j
-        elif c == '"':
-            j = i + 1
-            while j < n and code[j] != '"':
-                j += 2 if code[j] == "\\" else 1
-            blank(i + 1, j)
-            i = j + 1
-        elif c == "'" and re.match(r"'(\\.|[^\\'])'|'\\u\{[0-9a-fA-F]+\}'|'\\x[0-9a-fA-F]{2}'", code[i:]):
-            m = re.match(r"'(\\.|[^\\'])'|'\\u\{[0-9a-fA-F]+\}'|'\\x[0-9a-fA-F]{2}'", code[i:])
-            assert m is not None
-            blank(i + 1, i + len(m.group(0)) - 1)
-            i += len(m.group(0))
-        else:
-            i += 1
-    return "".join(out)
+    """Blank out comments and string/char literals (keeping length, newlines and the literals'
+    delimiters), so that brace matching and identifier scans see only code. Text that is not
+    lexically valid Rust cannot compile, so it earns no test credit: it comes back all blank."""
+    try:
+        return code_only(code, keep_delimiters=True)
+    except LexError:
+        return "".join(c if c == "\n" else " " for c in code)
 
 
 def matching_brace(code: str, open_index: int) -> int:
