@@ -51,7 +51,9 @@ class Settings:
     limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
     cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
     cache_memory_mb: float = _f(64.0, "in-memory result cache size in MB (results held as JSON text)")
-    server_urls: tuple[str, ...] = _f((), "grade on these `reward-sandbox serve` URLs instead of a local pool")
+    server_urls: tuple[str, ...] = _f(
+        (), "grade on these `reward-sandbox serve` URLs instead of a local pool (a batch is spread over them)"
+    )
     server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "environment variable holding the servers' bearer token")
     server_timeout_s: float = _f(300.0, "HTTP timeout for one batch")
     server_retries: int = _f(2, "retries of a failed batch before its results become sandbox errors")
@@ -124,7 +126,7 @@ def open_grader(settings: Settings) -> GraderLike:
         from .client import RemoteGrader
 
         return RemoteGrader(
-            settings.server_urls[0],
+            settings.server_urls,
             token_env=settings.server_token_env,
             timeout_s=settings.server_timeout_s,
             retries=settings.server_retries,
