@@ -143,3 +143,12 @@ def test_server_url_forms():
     assert RewardConfig().sandbox_settings().server_urls == ()
     assert expand_url("http://127.0.0.1:8808") == ["http://127.0.0.1:8808"]
     assert expand_url("https://example.invalid:8808") == ["https://example.invalid:8808"]
+
+
+def test_compose_rewards_service_can_be_scaled():
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    rewards = compose["services"]["rewards"]
+    assert "container_name" not in rewards and "ports" not in rewards  # both would break --scale
+    assert "--workers" in rewards["command"]
+    assert compose["services"]["trainer"]["depends_on"]["rewards"]["condition"] == "service_healthy"
