@@ -47,7 +47,9 @@ class Settings:
         "auto", "auto (bubblewrap, else the rlimits fallback, said loudly), strict (bubblewrap or fail), rlimits"
     )
     backend: str = _f(FAST, "fast (clippy-driver + test binary, no cargo) or cargo (real cargo build/clippy/test)")
-    workers: int = _f(0, "parallel jobs (0 = all cores)")
+    workers: int = _f(
+        0, "parallel jobs (0 = all cores, divided among the ranks of a multi-process launch on this node)"
+    )
     limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
     cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
     cache_memory_mb: float = _f(64.0, "in-memory result cache size in MB (results held as JSON text)")

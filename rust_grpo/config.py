@@ -100,7 +100,7 @@ class RewardConfig:
         "Weight of each reward component; 0 keeps it as a logged diagnostic only.",
     )
     min_tests: int = _f(2, "Meaningful own tests needed for full tests_present / own_tests credit.")
-    workers: int = _f(0, "Sandbox worker processes (0 = all cores).")
+    workers: int = _f(0, "Sandbox worker processes (0 = all cores, shared among the training ranks on a node).")
     isolation: str = _f("auto", "Sandbox isolation: auto, strict (bubblewrap or fail) or rlimits.")
     timeout_s: float = _f(10.0, "CPU-time limit for one program's tests, at most 300 (wall clock: twice that).")
     cache_dir: str = _f("", "On-disk result cache ('' = memory only).")
