@@ -71,6 +71,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"reward-sandbox: grading on {', '.join(settings.server_urls)}", file=sys.stderr)
             results = grader.grade(records)
+            for server in getattr(grader, "health", list)():
+                state = "up" if server["healthy"] else f"down ({server['last_error']})"
+                print(
+                    f"  {server['url']}: {state}, {server['jobs_ok']} jobs graded, {server['failures']} failures",
+                    file=sys.stderr,
+                )
     finally:
         grader.close()
     elapsed = time.monotonic() - start

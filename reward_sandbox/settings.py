@@ -108,6 +108,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     import json
 
     from .cache import default_cache_dir
+    from .client import split_urls
 
     limits = Limits.from_dict(json.loads(args.limits)) if getattr(args, "limits", None) else Limits()
     cache_dir = "" if getattr(args, "no_cache", False) else str(getattr(args, "cache_dir", None) or default_cache_dir())
@@ -118,7 +119,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         limits=limits,
         cache_dir=cache_dir,
         cache_memory_mb=getattr(args, "cache_memory_mb", 64.0),
-        server_urls=tuple(getattr(args, "server", ()) or ()),
+        server_urls=tuple(u for given in getattr(args, "server", ()) or () for u in split_urls(given)),
     )
 
 

@@ -152,3 +152,37 @@ def test_compose_rewards_service_can_be_scaled():
     assert "container_name" not in rewards and "ports" not in rewards  # both would break --scale
     assert "--workers" in rewards["command"]
     assert compose["services"]["trainer"]["depends_on"]["rewards"]["condition"] == "service_healthy"
+
+
+def test_cli_spreads_over_servers_and_reports_their_health(tmp_path, capsys, monkeypatch):
+    import threading
+
+    from reward_sandbox import Grader
+    from reward_sandbox.cache import ResultCache
+    from reward_sandbox.cli import main
+    from reward_sandbox.server import ServerOptions, make_server
+
+    from .conftest import TEST_LIMITS
+
+    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
+    server = make_server(grader, TOKEN, ServerOptions(), "127.0.0.1", free_port())
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    live, dead = f"http://127.0.0.1:{server.config.port}", f"http://127.0.0.1:{free_port()}"
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(
+        "".join(json.dumps({"id": f"j{i}", "source": f"pub fn f() -> u8 {{ {i} }}"}) + "\n" for i in range(4))
+    )
+    monkeypatch.setenv("REWARD_SANDBOX_TOKEN", TOKEN)
+    try:
+        assert main(["run", "-i", str(jobs), "-o", str(tmp_path / "out.jsonl"), "--server", f"{live},{dead}"]) == 0
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        grader.close()
+    out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["status"]) for r in out] == [(f"j{i}", "ok") for i in range(4)]
+    err = capsys.readouterr().err
+    assert f"{live}: up, 4 jobs graded" in err and f"{dead}: down (" in err
