@@ -17,6 +17,7 @@ SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
 
 import argparse
 import asyncio
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -25,7 +26,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from .auth import TokenError, read_token_file, token_from_env
@@ -44,7 +44,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ServerOptions:
     """The service's limits; each one bounds what a client (hostile or just broken) can cost it."""
 
@@ -54,6 +54,7 @@ class ServerOptions:
     read_timeout_s: float = 30.0  # a request must arrive in full within this (else the connection is dropped)
     max_connections: int = 256  # open connections; idle ones are evicted first, then 503
     keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
+    backlog: int = 128  # kernel accept queue, and most sockets asyncio accepts in one loop turn
 
 
 class ServiceState:
@@ -269,10 +270,35 @@ def make_server(
         access_log=False,
         lifespan="off",
         timeout_keep_alive=options.keep_alive_s,
+        backlog=options.backlog,
         timeout_graceful_shutdown=300,
         h11_max_incomplete_event_size=16 * 1024,  # request line + headers
     )
     return uvicorn.Server(config)
+
+
+def fit_to_file_limit(options: ServerOptions, workers: int) -> ServerOptions:
+    """``options`` with the connection cap and accept backlog lowered to what the open-file limit
+    can hold next to the grader's own files (the soft limit is first raised to the hard one). Past
+    the limit ``accept`` fails and nobody, /healthz included, gets in; under the cap, idle
+    connections are evicted instead. asyncio accepts up to ``backlog`` sockets per loop turn before
+    the cap sees them, so two turns' worth is kept free too."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        target = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, target), hard))
+            soft = max(soft, target)
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return options
+    backlog = min(options.backlog, max(8, soft // 8))
+    reserve = 64 + 16 * workers + 2 * backlog  # listening socket, logs, each worker's sandbox pipes, accepts in flight
+    cap = max(8, min(options.max_connections, soft - reserve))
+    return dataclasses.replace(options, max_connections=cap, backlog=backlog)
 
 
 def server_token(args: argparse.Namespace) -> str | None:
@@ -316,6 +342,14 @@ def serve(args: argparse.Namespace) -> int:
     )
     grader = open_grader(settings_from_args(args))
     assert isinstance(grader, Grader)
+    fitted = fit_to_file_limit(options, grader.workers)
+    if fitted.max_connections < options.max_connections:
+        print(
+            f"reward-sandbox: at most {fitted.max_connections} connections (the open-file limit, `ulimit -n`,"
+            f" leaves no room for {options.max_connections})",
+            file=sys.stderr,
+        )
+    options = fitted
     server = make_server(grader, token, options, args.host, args.port)
     print(
         f"reward-sandbox: serving on http://{args.host}:{args.port} (isolation={grader.level}, workers={grader.workers},"

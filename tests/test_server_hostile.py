@@ -339,3 +339,50 @@ def test_the_token_never_comes_from_argv(tmp_path, monkeypatch, capsys):
     (tmp_path / "empty").write_text("  \n")
     assert sandbox_main(["serve", "--host", "0.0.0.0", "--token-file", str(tmp_path / "empty")]) == 2
     assert "is empty" in capsys.readouterr().err
+
+
+def test_with_a_low_open_file_limit_idle_connections_still_cannot_starve_it(tmp_path):
+    """The issue's case: `ulimit -n 200`, 250 idle connections. The server sizes its connection cap
+    to the limit, so it never runs out of descriptors and keeps answering."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    import urllib.request
+
+    from .conftest import ROOT
+
+    port = free_port()
+    env = {**os.environ, "REWARD_SANDBOX_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reward_sandbox.cli", "serve", "--port", str(port), "--workers", "1", "--no-cache"],
+        env=env,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200)),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    idle: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).read()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        idle = [connect(port) for _ in range(250)]
+        time.sleep(0.5)
+        status, body = request(port, "GET", "/healthz")
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        client = RemoteGrader(f"http://127.0.0.1:{port}", token=TOKEN, retries=0, timeout_s=60)
+        # answered, not starved (the verdict itself is the sandbox's business: its build step wants
+        # 1024 descriptors, more than this hard limit allows)
+        assert [r.id for r in client.grade([{"id": "a", "source": "pub fn f() -> u8 { 9 }"}])] == ["a"]
+        assert len(os.listdir(f"/proc/{proc.pid}/fd")) < 200
+    finally:
+        for sock in idle:
+            sock.close()
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert "at most 70 connections" in err
