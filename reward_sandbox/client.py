@@ -151,16 +151,19 @@ class RemoteGrader:
         records = [i.to_dict() if isinstance(i, Job) else i for i in items]
         results: list[Result | None] = [None] * len(records)
         pending = list(range(len(records)))
-        attempt, last = 0, "no server tried"
+        attempt, last, first = 0, "no server tried", True
         while pending:
             alive = self._alive()
-            if not alive:
+            if not alive and first:  # all cooling down from earlier batches: try them now, no wait
+                alive = list(self.servers)
+            elif not alive:
                 if attempt >= self.retries:
                     break
                 attempt += 1
                 log.warning("reward server %s failed (%s); retry %d/%d", self.url, last, attempt, self.retries)
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
                 alive = list(self.servers)  # every server gets another chance
+            first = False
             shares = [pending[k :: len(alive)] for k in range(len(alive))]
             shares = [share for share in shares if share]
             outcomes = list(self._pool.map(self._send, alive[: len(shares)], [[records[i] for i in s] for s in shares]))
