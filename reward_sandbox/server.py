@@ -260,7 +260,8 @@ def make_server(
     from .httpguard import guarded_protocol
 
     app = create_app(grader, token, options.max_batch, options.max_queue, options.max_request_mb)
-    protocol = guarded_protocol(options.read_timeout_s, options.max_connections, app.service.drops)
+    service = app.service
+    protocol = guarded_protocol(options.read_timeout_s, options.max_connections, service.drops, service.responded)
     config = uvicorn.Config(
         app,
         host=host,

@@ -386,3 +386,19 @@ def test_with_a_low_open_file_limit_idle_connections_still_cannot_starve_it(tmp_
         proc.terminate()
         _, err = proc.communicate(timeout=60)
     assert "at most 70 connections" in err
+
+
+def test_unparsable_http_gets_400_counted_and_unlogged(served):
+    records = Records()
+    logging.getLogger("uvicorn.error").addHandler(records)
+    name = "reward_sandbox_http_responses_total"
+    before = counter(metrics(served.port), name, 'code="400"')
+    try:
+        for garbage in (b"GARBAGE\r\n\r\n", b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\n\r\n", b"POST / HTTP/9\r\n\r\n"):
+            with connect(served.port) as sock:
+                sock.sendall(garbage)
+                assert read_response(sock)[0] == 400
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(records)
+    assert counter(metrics(served.port), name, 'code="400"') - before == 3
+    assert records.records == []
