@@ -102,6 +102,7 @@ def test_two_ranks_train_with_metrics_and_samples_written_once(tmp_path):
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "reward" in r]
     assert [r["step"] for r in steps] == [1, 2]  # one line per step, not one per rank
+    assert all(r["sandbox/servers_up"] == 1 for r in steps)  # the reward server's health, per step
     assert (run / "checkpoint-2").is_dir() and (run / "final" / "adapter_config.json").exists()
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     per_step = {s["step"]: 0 for s in samples}

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.cargo
 TOKEN = "hostile-s3cret"
 AUTH = f"Authorization: Bearer {TOKEN}\r\n"
 OPTIONS = ServerOptions(
-    max_batch=8, max_queue=400, max_request_mb=0.25, read_timeout_s=1.0, max_connections=64, keep_alive_s=5
+    max_batch=8, max_queue=400, max_request_mb=0.25, read_timeout_s=2.0, max_connections=64, keep_alive_s=5
 )
 
 
