@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_sandbox.py
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_exercism.py
+	$(PY) benchmarks/bench_server.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -9,7 +9,6 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 from .jobs import Job
 from .limits import Limits
@@ -40,12 +39,16 @@ def default_cache_dir() -> Path:
 
 
 class ResultCache:
-    """An in-memory LRU in front of an optional directory of JSON files (atomic writes)."""
+    """An in-memory LRU in front of an optional directory of JSON files (atomic writes).
 
-    def __init__(self, directory: Path | None = None, memory_items: int = 50_000) -> None:
+    The memory part holds each result as its JSON text and is bounded in bytes, not items: one
+    result with a megabyte of compiler warnings costs what it weighs."""
+
+    def __init__(self, directory: Path | None = None, memory_bytes: int = 64 * 1024 * 1024) -> None:
         self.directory = directory
-        self.memory_items = memory_items
-        self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.memory_bytes = memory_bytes
+        self.memory_used = 0
+        self._memory: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -56,37 +59,45 @@ class ResultCache:
 
     def get(self, key: str) -> Result | None:
         with self._lock:
-            data = self._memory.get(key)
-            if data is not None:
+            text = self._memory.get(key)
+            if text is not None:
                 self._memory.move_to_end(key)
-        if data is None and self.directory is not None:
+        if text is None and self.directory is not None:
             try:
-                data = json.loads(self._path(key).read_text())
+                text = self._path(key).read_text()
+                json.loads(text)  # a torn or foreign file is a miss
             except (OSError, ValueError):
-                data = None
+                text = None
         with self._lock:
-            if data is None:
+            if text is None:
                 self.misses += 1
                 return None
             self.hits += 1
-            self._remember(key, data)
-        return Result.from_dict(data)
+            self._remember(key, text)
+        return Result.from_dict(json.loads(text))
 
     def put(self, key: str, result: Result) -> None:
         if result.status in UNCACHEABLE:
             return
-        data = result.to_dict()
+        text = json.dumps(result.to_dict())
         with self._lock:
-            self._remember(key, data)
+            self._remember(key, text)
         if self.directory is not None:
             path = self._path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(data))
+            tmp.write_text(text)
             os.replace(tmp, path)
 
-    def _remember(self, key: str, data: dict[str, Any]) -> None:
-        self._memory[key] = data
-        self._memory.move_to_end(key)
-        while len(self._memory) > self.memory_items:
-            self._memory.popitem(last=False)
+    def _remember(self, key: str, text: str) -> None:
+        """Newest last; the oldest go until the texts fit (one larger than the whole budget is not kept)."""
+        old = self._memory.pop(key, None)
+        if old is not None:
+            self.memory_used -= len(old)
+        if len(text) > self.memory_bytes:
+            return
+        self._memory[key] = text
+        self.memory_used += len(text)
+        while self.memory_used > self.memory_bytes:
+            _, dropped = self._memory.popitem(last=False)
+            self.memory_used -= len(dropped)

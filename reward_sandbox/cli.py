@@ -71,6 +71,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"reward-sandbox: grading on {', '.join(settings.server_urls)}", file=sys.stderr)
             results = grader.grade(records)
+            for server in getattr(grader, "health", list)():
+                state = "up" if server["healthy"] else f"down ({server['last_error']})"
+                print(
+                    f"  {server['url']}: {state}, {server['jobs_ok']} jobs graded, {server['failures']} failures",
+                    file=sys.stderr,
+                )
     finally:
         grader.close()
     elapsed = time.monotonic() - start
@@ -119,13 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve rewards over HTTP")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (not loopback: a token is required)")
     serve.add_argument("--port", type=int, default=8808, help="TCP port")
+    serve.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused with a clear error: `ps` shows argv
     serve.add_argument(
-        "--token", default=None, help="bearer token (or env REWARD_SANDBOX_TOKEN); required off loopback"
+        "--token-file",
+        default=None,
+        help="file holding the bearer token (or env REWARD_SANDBOX_TOKEN / REWARD_SANDBOX_TOKEN_FILE); "
+        "required off loopback",
     )
     add_arguments(serve, local_only=True)
     serve.add_argument("--max-batch", type=int, default=512, help="most jobs in one request")
     serve.add_argument("--max-queue", type=int, default=4096, help="most jobs waiting before requests get 503")
     serve.add_argument("--max-request-mb", type=float, default=32.0, help="largest request body (then 413)")
+    serve.add_argument(
+        "--read-timeout-s", type=float, default=30.0, help="a request must arrive in full within this (else dropped)"
+    )
+    serve.add_argument(
+        "--max-connections", type=int, default=256, help="open connections (idle ones evicted first, then 503)"
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 

@@ -24,6 +24,18 @@ from .toolchain import find_toolchain
 log = logging.getLogger("reward_sandbox")
 
 
+def default_workers() -> int:
+    """Worker count when none is given: this process's cores, divided among the ranks of a
+    multi-process launch on this node (``LOCAL_WORLD_SIZE``, set by torchrun, ``accelerate launch``
+    and deepspeed), so N training ranks grading at once do not run N x all-cores sandboxes."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        ranks = 1
+    return max(1, cores // ranks)
+
+
 class Grader:
     """A reusable grading service. Threads suffice: each job's work happens in child processes.
 
@@ -47,7 +59,7 @@ class Grader:
         self.level = self.isolation.name
         self.backend = backend
         self.limits = limits or Limits()
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = max(1, workers or default_workers())
         self.cache = cache if cache is not None else ResultCache()
         self.memory_scope = "job"
         no_cgroups = cgroup_problem()

@@ -47,10 +47,15 @@ class Settings:
         "auto", "auto (bubblewrap, else the rlimits fallback, said loudly), strict (bubblewrap or fail), rlimits"
     )
     backend: str = _f(FAST, "fast (clippy-driver + test binary, no cargo) or cargo (real cargo build/clippy/test)")
-    workers: int = _f(0, "parallel jobs (0 = all cores)")
+    workers: int = _f(
+        0, "parallel jobs (0 = all cores, divided among the ranks of a multi-process launch on this node)"
+    )
     limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
     cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
-    server_urls: tuple[str, ...] = _f((), "grade on these `reward-sandbox serve` URLs instead of a local pool")
+    cache_memory_mb: float = _f(64.0, "in-memory result cache size in MB (results held as JSON text)")
+    server_urls: tuple[str, ...] = _f(
+        (), "grade on these `reward-sandbox serve` URLs instead of a local pool (a batch is spread over them)"
+    )
     server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "environment variable holding the servers' bearer token")
     server_timeout_s: float = _f(300.0, "HTTP timeout for one batch")
     server_retries: int = _f(2, "retries of a failed batch before its results become sandbox errors")
@@ -68,6 +73,8 @@ class Settings:
             raise ValueError(
                 f"the test run's CPU time must be at most {MAX_TIMEOUT_S:g} s, got {self.limits.run_cpu_s}"
             )
+        if not self.cache_memory_mb >= 0:
+            raise ValueError(f"cache_memory_mb must be at least 0, got {self.cache_memory_mb!r}")
         if self.server_timeout_s <= 0 or self.server_retries < 0:
             raise ValueError("server_timeout_s must be positive and server_retries at least 0")
 
@@ -91,6 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, local_only: bool = False) 
     parser.add_argument("--limits", default=None, help="JSON object overriding limits, e.g. '{\"run_cpu_s\": 5}'")
     parser.add_argument("--cache-dir", default=None, help=helps["cache_dir"] + " (default: ~/.cache/reward-sandbox)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
+    parser.add_argument("--cache-memory-mb", type=float, default=64.0, help=helps["cache_memory_mb"])
     if not local_only:
         parser.add_argument("--server", action="append", default=[], help=helps["server_urls"] + " (repeatable)")
 
@@ -100,6 +108,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     import json
 
     from .cache import default_cache_dir
+    from .client import split_urls
 
     limits = Limits.from_dict(json.loads(args.limits)) if getattr(args, "limits", None) else Limits()
     cache_dir = "" if getattr(args, "no_cache", False) else str(getattr(args, "cache_dir", None) or default_cache_dir())
@@ -109,7 +118,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         workers=args.workers or 0,
         limits=limits,
         cache_dir=cache_dir,
-        server_urls=tuple(getattr(args, "server", ()) or ()),
+        cache_memory_mb=getattr(args, "cache_memory_mb", 64.0),
+        server_urls=tuple(u for given in getattr(args, "server", ()) or () for u in split_urls(given)),
     )
 
 
@@ -119,7 +129,7 @@ def open_grader(settings: Settings) -> GraderLike:
         from .client import RemoteGrader
 
         return RemoteGrader(
-            settings.server_urls[0],
+            settings.server_urls,
             token_env=settings.server_token_env,
             timeout_s=settings.server_timeout_s,
             retries=settings.server_retries,
@@ -127,7 +137,9 @@ def open_grader(settings: Settings) -> GraderLike:
     from .cache import ResultCache
     from .pool import Grader
 
-    cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else None)
+    cache = ResultCache(
+        Path(settings.cache_dir) if settings.cache_dir else None, int(settings.cache_memory_mb * 1024 * 1024)
+    )
     return Grader(
         workers=settings.workers or None,
         isolation=settings.isolation,

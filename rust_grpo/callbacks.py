@@ -27,7 +27,7 @@ class MetricsJsonlCallback(TrainerCallback):
         self._last_sandbox = self.context.sandbox_seconds if self.context else 0.0
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if not logs:
+        if not logs or not state.is_world_process_zero:  # every rank logs the same (gathered) values: write once
             return
         record: dict[str, Any] = {"step": state.global_step, "epoch": state.epoch}
         for key, value in logs.items():
@@ -58,6 +58,8 @@ class SamplesCallback(TrainerCallback):
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         batches = list(self.context.graded)
         self.context.graded.clear()
+        if not state.is_world_process_zero:  # under N ranks the main one writes its own samples
+            return
         if not self.every or not batches or batches[0].step % self.every:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -100,11 +100,15 @@ class RewardConfig:
         "Weight of each reward component; 0 keeps it as a logged diagnostic only.",
     )
     min_tests: int = _f(2, "Meaningful own tests needed for full tests_present / own_tests credit.")
-    workers: int = _f(0, "Sandbox worker processes (0 = all cores).")
+    workers: int = _f(0, "Sandbox worker processes (0 = all cores, shared among the training ranks on a node).")
     isolation: str = _f("auto", "Sandbox isolation: auto, strict (bubblewrap or fail) or rlimits.")
     timeout_s: float = _f(10.0, "CPU-time limit for one program's tests, at most 300 (wall clock: twice that).")
     cache_dir: str = _f("", "On-disk result cache ('' = memory only).")
-    server_url: str = _f("", "Use a `reward-sandbox serve` at this URL instead of a local pool.")
+    server_url: str | list[str] = _f(
+        "",
+        "Grade on `reward-sandbox serve` instead of a local pool: one URL (or one behind a load balancer),"
+        " several as a list or comma-separated; batches are spread over the healthy ones.",
+    )
     server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "Environment variable holding the server's bearer token.")
     server_timeout_s: float = _f(300.0, "HTTP timeout for one batch.")
     server_retries: int = _f(2, "Retries of a failed batch before its rewards become None (unknown).")
@@ -123,12 +127,13 @@ class RewardConfig:
     def sandbox_settings(self) -> Any:
         """The :class:`reward_sandbox.Settings` these fields describe (validated there, once)."""
         from reward_sandbox import Settings
+        from reward_sandbox.client import split_urls
 
         settings = Settings(
             isolation=self.isolation,
             workers=self.workers,
             cache_dir=self.cache_dir,
-            server_urls=(self.server_url,) if self.server_url else (),
+            server_urls=split_urls(self.server_url),
             server_token_env=self.server_token_env,
             server_timeout_s=self.server_timeout_s,
             server_retries=self.server_retries,

@@ -364,6 +364,9 @@ class RewardFunction:
         if self.log_rates and callable(columns.get("log_metric")):
             for name, value in batch_metrics(evaluations).items():
                 columns["log_metric"](name, value)
+            health = getattr(self.context.grader, "health", None)  # reward servers (RemoteGrader)
+            if callable(health):
+                columns["log_metric"]("sandbox/servers_up", float(sum(s["healthy"] for s in health())))
         return [reward_value(self.__name__, e, self.context.min_tests) for e in evaluations]
 
 

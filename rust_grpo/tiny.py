@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .answer_format import AnswerFormat
@@ -130,6 +131,29 @@ def build_tiny_qwen2(output_dir: Path, hidden_size: int = 64, num_layers: int = 
 def tiny_policy(warm_start_steps: int, problems: list[Problem], fmt: AnswerFormat) -> Path:
     """The tiny offline Qwen2 (built once), warm-started on ``problems``' reference answers when
     ``warm_start_steps`` > 0; both are cached by content under :func:`default_cache_dir`."""
+    with _cache_lock():  # N ranks of one launch build it once: the others wait, then reuse it
+        return _tiny_policy(warm_start_steps, problems, fmt)
+
+
+def _cache_lock() -> Any:
+    """An exclusive ``flock`` on the cache directory (released when the process dies, too)."""
+    import contextlib
+    import fcntl
+
+    @contextlib.contextmanager
+    def locked() -> Iterator[None]:
+        default_cache_dir().mkdir(parents=True, exist_ok=True)
+        with open(default_cache_dir() / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    return locked()
+
+
+def _tiny_policy(warm_start_steps: int, problems: list[Problem], fmt: AnswerFormat) -> Path:
     import hashlib
     import json
 

@@ -28,6 +28,14 @@ def resolve_model_path(
     return str(tiny_policy(model.warm_start_steps, problems or [], fmt or THINK))
 
 
+def is_main_process() -> bool:
+    """Rank 0 of a launch (torchrun, ``accelerate launch``, deepspeed all set RANK), or no launcher:
+    the one process that writes run files (config, metrics, samples, plots)."""
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def make_grader(reward: RewardConfig) -> Any:
     """A local sandbox pool, or the HTTP client when ``reward.server_url`` is set."""
     from reward_sandbox import open_grader
@@ -130,7 +138,8 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
             )
     out = Path(cfg.train.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(cfg.to_json())
+    if is_main_process():
+        (out / "config.json").write_text(cfg.to_json())
     problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
     log.info("training on %d problems from %s", len(problems), cfg.data.train)
     model_path = resolve_model_path(cfg.model, problems, cfg.data.format())
@@ -180,13 +189,15 @@ def train(cfg: RunConfig, resume: bool = False) -> Path:
     checkpoint = latest_checkpoint(out) if resume else None
     if resume and checkpoint is None:
         log.warning("--resume: no checkpoint in %s, starting fresh", out)
-    elif not resume and (out / "metrics.jsonl").exists():
-        (out / "metrics.jsonl").unlink()
+    elif not resume and is_main_process():
+        (out / "metrics.jsonl").unlink(missing_ok=True)
         (out / "samples.jsonl").unlink(missing_ok=True)
     trainer, _context = build_trainer(cfg)
     trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"
-    trainer.save_model(str(final))
+    trainer.save_model(str(final))  # every rank: ZeRO-3/FSDP gather the weights; only the main one writes
+    if not trainer.is_world_process_zero():
+        return final
     trainer.processing_class.save_pretrained(str(final))
     try:
         from .plots import plot_run

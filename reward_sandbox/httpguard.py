@@ -1,0 +1,147 @@
+"""Connection-level guards for the reward server, as a uvicorn HTTP protocol.
+
+uvicorn alone lets a client hold a connection forever by sending half a request (its keep-alive
+timer only runs between requests), and its ``limit_concurrency`` answers 503 to everyone once idle
+connections fill it, ``/healthz`` included. This protocol adds two things and nothing else:
+
+* a read deadline: a request (headers and body) must arrive in full within ``read_timeout_s`` of
+  the connection opening or of the previous response; otherwise the connection is dropped;
+* a connection cap: at ``max_connections`` a new connection evicts the oldest connection that is
+  not in the middle of a request (idle, or still sending headers); when every connection is busy
+  with a real request, the newcomer gets a 503 and is closed.
+
+Body size is bounded by the application, which reads the body as a stream (uvicorn buffers at
+most 64 KiB of it before pausing the socket), so chunked bodies are bounded too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+_BUSY = b'{"error": "too many connections, retry later"}'
+_REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    + f"content-length: {len(_BUSY)}\r\n\r\n".encode()
+    + _BUSY
+)
+
+
+class Drops:
+    """Connections the guard closed, by reason (read by ``/metrics``; guarded, the app runs threads)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts = Counter[str]()
+
+    def add(self, reason: str) -> None:
+        with self.lock:
+            self.counts[reason] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:
+            return dict(self.counts)
+
+
+class _QuietBadRequests(logging.Filter):
+    """uvicorn logs a warning per unparsable request; under attack that is a line per attempt.
+    They are counted in /metrics (code 400) instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Invalid HTTP request received."
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietBadRequests())
+
+
+def guarded_protocol(
+    read_timeout_s: float, max_connections: int, drops: Drops, responded: Callable[[int], None]
+) -> type:
+    """An :class:`H11Protocol` subclass with these limits (pass it as ``uvicorn.Config(http=...)``);
+    ``responded`` counts the responses it sends itself (400 for unparsable HTTP, 503 at the cap)."""
+
+    class GuardedProtocol(H11Protocol):  # type: ignore[misc]  # uvicorn.* is untyped here
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._deadline: asyncio.TimerHandle | None = None
+            self._opened = time.monotonic()
+            self._admitted = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            if len(self.connections) >= max_connections and not self._evict_one():
+                drops.add("connection_limit")
+                responded(503)
+                transport.write(_REFUSED)
+                transport.close()
+                return
+            self._admitted = True
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if self._admitted:
+                super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._watch()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._disarm()  # a fresh deadline for the next request on this connection
+            self._watch()
+
+        def send_400_response(self, msg: str) -> None:
+            responded(400)
+            super().send_400_response(msg)
+
+        def _idle(self) -> bool:
+            """Not in the middle of a request: nothing received yet, or only part of the headers."""
+            return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+
+        def _evict_one(self) -> bool:
+            idle = [c for c in self.connections if isinstance(c, GuardedProtocol) and c._idle()]
+            if not idle:
+                return False
+            oldest = min(idle, key=lambda c: c._opened)
+            drops.add("evicted_idle")
+            oldest.transport.close()
+            self.connections.discard(oldest)
+            return True
+
+        def _watch(self) -> None:
+            """Armed while a request is still arriving; off once it is in (the app's time is not limited)."""
+            if self.transport.is_closing():
+                self._disarm()
+            elif self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
+                self._arm()
+            else:
+                self._disarm()
+
+        def _arm(self) -> None:
+            if self._deadline is None:
+                self._deadline = self.loop.call_later(read_timeout_s, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing():
+                return
+            partial = self.conn.their_state is h11.SEND_BODY or self.conn.trailing_data[0] != b""
+            drops.add("read_timeout" if partial else "idle_timeout")
+            self.transport.close()
+
+    return GuardedProtocol

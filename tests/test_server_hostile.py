@@ -1,0 +1,404 @@
+"""The reward server under hostile and broken clients: a real server on loopback, real sockets.
+
+One test per guarantee of ``reward_sandbox.server`` / ``httpguard``: half-sent requests are dropped
+after the read timeout, bodies are bounded while they stream (chunked too), idle connections cannot
+starve /healthz or grading, malformed requests get a 4xx with a reason, disconnects leave no
+traceback, every status is counted, the cache is bounded in bytes, the token never comes from argv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from reward_sandbox import Grader, Result, Status
+from reward_sandbox.cache import ResultCache
+from reward_sandbox.cli import main as sandbox_main
+from reward_sandbox.client import RemoteGrader
+from reward_sandbox.server import ServerOptions, make_server, server_token
+
+from .conftest import TEST_LIMITS
+
+pytestmark = pytest.mark.cargo
+
+TOKEN = "hostile-s3cret"
+AUTH = f"Authorization: Bearer {TOKEN}\r\n"
+OPTIONS = ServerOptions(
+    max_batch=8, max_queue=400, max_request_mb=0.25, read_timeout_s=2.0, max_connections=64, keep_alive_s=5
+)
+
+
+@dataclass
+class Served:
+    port: int
+    server: object
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class Records(logging.Handler):
+    """Every log record of the server's loggers, to prove the absence of tracebacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
+    port = free_port()
+    server = make_server(grader, TOKEN, OPTIONS, "127.0.0.1", port)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield Served(port, server)
+    server.should_exit = True
+    thread.join(timeout=30)
+    grader.close()
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return sock
+
+
+def read_response(sock: socket.socket) -> tuple[int, bytes]:
+    """Status and body of one response (the server closes or sends Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head:
+        return 0, b""
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), None
+    )
+    while length is not None and len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(head.split(b" ")[1]), body
+
+
+def request(port: int, method: str, path: str, body: bytes = b"", headers: str = AUTH) -> tuple[int, bytes]:
+    with connect(port) as sock:
+        sock.sendall(
+            f"{method} {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode()
+            + body
+        )
+        return read_response(sock)
+
+
+def closed_by_server(sock: socket.socket, within_s: float) -> bool:
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def metrics(port: int) -> str:
+    status, body = request(port, "GET", "/metrics")
+    assert status == 200
+    return body.decode()
+
+
+def counter(text: str, name: str, label: str) -> int:
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{{label}}} "):
+            return int(float(line.split()[-1]))
+    return 0
+
+
+def test_half_sent_requests_are_dropped_after_the_read_timeout(served):
+    before = counter(metrics(served.port), "reward_sandbox_connections_dropped_total", 'reason="read_timeout"')
+    headers_only = [connect(served.port) for _ in range(5)]
+    for sock in headers_only:
+        sock.sendall(b"POST /v1/grade HTTP/1.1\r\nHost: x\r\n")  # the blank line never comes
+    half_body = [connect(served.port) for _ in range(5)]
+    for sock in half_body:
+        sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 1000\r\n\r\n".encode() + b"{" * 10)
+    try:
+        start = time.monotonic()
+        assert all(closed_by_server(s, OPTIONS.read_timeout_s + 3) for s in headers_only + half_body)
+        assert time.monotonic() - start < OPTIONS.read_timeout_s + 3
+    finally:
+        for sock in headers_only + half_body:
+            sock.close()
+    after = counter(metrics(served.port), "reward_sandbox_connections_dropped_total", 'reason="read_timeout"')
+    assert after - before == 10
+
+
+def test_a_connection_that_never_speaks_is_dropped_too(served):
+    with connect(served.port) as sock:
+        assert closed_by_server(sock, OPTIONS.read_timeout_s + 3)
+
+
+def test_chunked_body_is_refused_at_the_limit_not_read_in_full(served):
+    limit = int(OPTIONS.max_request_mb * 1024 * 1024)
+    chunk = b"x" * 16384
+    with connect(served.port) as sock:
+        sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Transfer-Encoding: chunked\r\n\r\n".encode())
+        sent = 0
+        while sent <= limit + 4 * len(chunk):  # past the limit, and never the final 0-length chunk
+            sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            sent += len(chunk)
+        status, body = read_response(sock)
+    assert status == 413 and b"larger than" in body
+
+
+def test_declared_oversized_body_is_refused_before_it_is_sent(served):
+    with connect(served.port) as sock:
+        sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 999999999\r\n\r\n".encode())
+        status, body = read_response(sock)
+    assert status == 413 and b"larger than" in body
+
+
+def test_idle_connections_cannot_starve_health_or_grading(served):
+    before = counter(metrics(served.port), "reward_sandbox_connections_dropped_total", 'reason="evicted_idle"')
+    idle = [connect(served.port) for _ in range(OPTIONS.max_connections * 2)]
+    try:
+        status, body = request(served.port, "GET", "/healthz")
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        client = RemoteGrader(served.url, token=TOKEN, retries=0, timeout_s=60)
+        assert client.grade([{"id": "a", "source": "pub fn f() -> u8 { 1 }"}])[0].status is Status.OK
+    finally:
+        for sock in idle:
+            sock.close()
+    evicted = counter(metrics(served.port), "reward_sandbox_connections_dropped_total", 'reason="evicted_idle"')
+    assert evicted - before >= OPTIONS.max_connections
+
+
+def test_when_every_connection_is_busy_a_newcomer_gets_503(served):
+    busy = [connect(served.port) for _ in range(OPTIONS.max_connections)]
+    try:
+        for sock in busy:  # each mid-body: in a request, so not evictable
+            sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 50\r\n\r\n{{".encode())
+        time.sleep(0.2)
+        with connect(served.port) as sock:
+            status, body = read_response(sock)
+        assert status == 503 and b"too many connections" in body
+    finally:
+        for sock in busy:
+            sock.close()
+    time.sleep(0.2)
+    assert request(served.port, "GET", "/healthz")[0] == 200  # and it recovers at once
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"jobs": [', b"not JSON"),
+        (b"\xff\xfe{}", b"not JSON"),
+        (b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b"nested too deeply"),
+        (b'[{"id": "a"}]', b'a JSON object with a \\"jobs\\" list'),
+        (b'{"jobs": {"id": "a"}}', b'a JSON object with a \\"jobs\\" list'),
+        (b'{"jobs": [' + b"1," * 8 + b"1]}", b"at most 8"),
+    ],
+)
+def test_malformed_requests_get_a_4xx_with_the_reason(served, body, reason):
+    status, answer = request(served.port, "POST", "/v1/grade", body)
+    assert 400 <= status < 500 and reason in answer
+
+
+def test_bad_records_in_a_good_batch_are_invalid_input_and_the_rest_is_graded(served):
+    jobs = [
+        7,
+        {"id": "wrong-type", "source": 12},
+        {"id": "nested", "source": "pub fn f() {}", "tests": [[[[[]]]]]},
+        {"id": "surrogate", "source": "pub fn f() {}\n// \ud800"},
+        {"id": ["not", "a", "string"], "source": "pub fn f() {}"},
+        {"id": "good", "source": "pub fn f() -> u8 { 1 }"},
+    ]
+    status, answer = request(served.port, "POST", "/v1/grade", json.dumps({"jobs": jobs}).encode())
+    assert status == 200
+    statuses = [r["status"] for r in json.loads(answer)["results"]]
+    assert statuses == ["invalid_input"] * 5 + ["ok"]
+
+
+def test_disconnecting_clients_leave_no_tracebacks(served):
+    records = Records()
+    loggers = [logging.getLogger(n) for n in ("uvicorn", "uvicorn.error", "uvicorn.asgi", "reward_sandbox")]
+    for logger in loggers:
+        logger.addHandler(records)
+    try:
+        for _ in range(30):  # gone mid-body
+            with connect(served.port) as sock:
+                sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 500\r\n\r\n{{".encode())
+        job = json.dumps({"jobs": [{"id": "slow", "source": "pub fn f() -> u16 { 7 }"}]}).encode()
+        for _ in range(5):  # gone while its batch is graded
+            with connect(served.port) as sock:
+                sock.sendall(
+                    f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: {len(job)}\r\n\r\n".encode() + job
+                )
+        time.sleep(2.0)
+        assert request(served.port, "GET", "/healthz")[0] == 200
+    finally:
+        for logger in loggers:
+            logger.removeHandler(records)
+    assert [r.getMessage() for r in records.records if r.exc_info or r.levelno >= logging.ERROR] == []
+
+
+def test_every_status_is_counted_in_metrics(served):
+    before = metrics(served.port)
+    expected = {
+        200: request(served.port, "GET", "/healthz")[0],
+        400: request(served.port, "POST", "/v1/grade", b"nope")[0],
+        401: request(served.port, "POST", "/v1/grade", b"{}", headers="")[0],
+        404: request(served.port, "GET", "/nowhere")[0],
+        405: request(served.port, "GET", "/v1/grade")[0],
+        413: request(served.port, "POST", "/v1/grade", b" " * (int(OPTIONS.max_request_mb * 1024 * 1024) + 1))[0],
+    }
+    assert expected == {code: code for code in expected}
+    after = metrics(served.port)
+    name = "reward_sandbox_http_responses_total"
+    for code in expected:
+        extra = 1 if code == 200 else 0  # the first /metrics call itself
+        assert counter(after, name, f'code="{code}"') - counter(before, name, f'code="{code}"') == 1 + extra
+
+
+def test_docs_and_openapi_are_not_served(served):
+    for path in ("/docs", "/redoc", "/openapi.json"):
+        assert request(served.port, "GET", path)[0] == 404
+
+
+def test_fifty_clients_times_eight_jobs_get_every_result_in_order(served):
+    programs = [f"pub fn f() -> u32 {{ {n} }}" if n % 4 else f"pub fn f() -> u32 {{ {n} " for n in range(12)]
+
+    def one_client(c: int) -> list[tuple[str, Status]]:
+        client = RemoteGrader(served.url, token=TOKEN, retries=0, timeout_s=300)
+        jobs = [{"id": f"{c}-{j}", "source": programs[(c + j) % len(programs)]} for j in range(8)]
+        return [(r.id, r.status) for r in client.grade(jobs)]
+
+    with ThreadPoolExecutor(50) as pool:
+        answers = list(pool.map(one_client, range(50)))
+    for c, answer in enumerate(answers):
+        expected = [
+            (f"{c}-{j}", Status.COMPILE_ERROR if (c + j) % len(programs) % 4 == 0 else Status.OK) for j in range(8)
+        ]
+        assert answer == expected
+
+
+def test_the_memory_cache_is_bounded_in_bytes_not_items():
+    cache = ResultCache(memory_bytes=1_000_000)
+    warnings = "warning: unused variable\n" * 4000  # ~100 KB per result, like a warning-heavy program
+    for n in range(60):
+        cache.put(f"k{n}", Result(id=str(n), status=Status.OK, reason=warnings))
+    assert cache.memory_used <= 1_000_000
+    assert cache.get("k59") is not None and cache.get("k0") is None
+    cache.put("huge", Result(id="h", status=Status.OK, reason="x" * 2_000_000))  # larger than the whole budget
+    assert cache.get("huge") is None and cache.memory_used <= 1_000_000
+
+
+def test_the_token_never_comes_from_argv(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("REWARD_SANDBOX_TOKEN", raising=False)
+    monkeypatch.delenv("REWARD_SANDBOX_TOKEN_FILE", raising=False)
+    assert sandbox_main(["serve", "--token", "visible-in-ps"]) == 2
+    assert "--token is not accepted" in capsys.readouterr().err
+    secret = tmp_path / "token"
+    secret.write_text("from-a-file\n")
+    assert server_token(argparse.Namespace(token_file=str(secret))) == "from-a-file"
+    monkeypatch.setenv("REWARD_SANDBOX_TOKEN_FILE", str(secret))
+    assert server_token(argparse.Namespace(token_file=None)) == "from-a-file"
+    monkeypatch.setenv("REWARD_SANDBOX_TOKEN", "from-env")
+    assert server_token(argparse.Namespace(token_file=None)) == "from-env"
+    (tmp_path / "empty").write_text("  \n")
+    assert sandbox_main(["serve", "--host", "0.0.0.0", "--token-file", str(tmp_path / "empty")]) == 2
+    assert "is empty" in capsys.readouterr().err
+
+
+def test_with_a_low_open_file_limit_idle_connections_still_cannot_starve_it(tmp_path):
+    """The issue's case: `ulimit -n 200`, 250 idle connections. The server sizes its connection cap
+    to the limit, so it never runs out of descriptors and keeps answering."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    import urllib.request
+
+    from .conftest import ROOT
+
+    port = free_port()
+    env = {**os.environ, "REWARD_SANDBOX_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reward_sandbox.cli", "serve", "--port", str(port), "--workers", "1", "--no-cache"],
+        env=env,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200)),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    idle: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).read()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        idle = [connect(port) for _ in range(250)]
+        time.sleep(0.5)
+        status, body = request(port, "GET", "/healthz")
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        client = RemoteGrader(f"http://127.0.0.1:{port}", token=TOKEN, retries=0, timeout_s=60)
+        # answered, not starved (the verdict itself is the sandbox's business: its build step wants
+        # 1024 descriptors, more than this hard limit allows)
+        assert [r.id for r in client.grade([{"id": "a", "source": "pub fn f() -> u8 { 9 }"}])] == ["a"]
+        assert len(os.listdir(f"/proc/{proc.pid}/fd")) < 200
+    finally:
+        for sock in idle:
+            sock.close()
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert "at most 70 connections" in err
+
+
+def test_unparsable_http_gets_400_counted_and_unlogged(served):
+    records = Records()
+    logging.getLogger("uvicorn.error").addHandler(records)
+    name = "reward_sandbox_http_responses_total"
+    before = counter(metrics(served.port), name, 'code="400"')
+    try:
+        for garbage in (b"GARBAGE\r\n\r\n", b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\n\r\n", b"POST / HTTP/9\r\n\r\n"):
+            with connect(served.port) as sock:
+                sock.sendall(garbage)
+                assert read_response(sock)[0] == 400
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(records)
+    assert counter(metrics(served.port), name, 'code="400"') - before == 3
+    assert records.records == []
