@@ -206,6 +206,9 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
             status=Status.SANDBOX_ERROR,
             reason=f"sandbox did not start: {outcome.driver_error or 'no output'}",
         )
+    if outcome.faults:  # a step's limits, uid, filter or exec could not be set up: never the program's doing
+        step, why = next(iter(outcome.faults.items()))
+        return Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"sandbox could not start step {step}: {why}")
     if not outcome.done and not outcome.timed_out and not outcome.overflow_step:
         if oom:
             return Result(id=job.id, status=Status.MEMORY_LIMIT, reason="the job went over its memory limit")

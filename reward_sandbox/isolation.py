@@ -261,7 +261,6 @@ def _toolchain_reachable() -> bool:
         "1",
         "64",
         "8",
-        "-1",
         "-",
         "--",
         "test",

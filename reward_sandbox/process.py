@@ -85,6 +85,7 @@ class DriverOutcome:
     driver_exit: int | None = None
     driver_error: str = ""
     done: bool = False  # the driver reached its end
+    faults: dict[str, str] = field(default_factory=dict)  # step -> why rg-run could not start it (ours)
     wall_s: float = 0.0
 
 
@@ -111,7 +112,6 @@ def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str]) -
         str(step.file_size_mb),
         str(step.open_files),
         str(step.stack_mb),
-        "-1",  # the nonce reaches the sentinel through a file, not a descriptor
         cwd,
         "--",
         *argv,
@@ -287,6 +287,8 @@ def run_driver(
                             done.exit_code = int(parts[2]) if parts[2].lstrip("-").isdigit() else None
                             done.wall_s = time.monotonic() - step_started
                             current, step_deadline = None, float("inf")
+                        elif parts[0] == "fault":
+                            outcome.faults[name] = " ".join(parts[2:])[:300]
                         elif parts[0] == "stat" and len(parts) == 6:
                             code, sig, cpu_ms, rss_kb = (int(p) for p in parts[2:])
                             stat = outcomes[name]

@@ -7,7 +7,7 @@
  * (each grader slot has its own uid on this host, so that is exactly this job's leftovers).
  * The child, before exec:
  *   - gets its rlimits (CPU, address space, stack, processes, file size, open files, no core),
- *   - closes every descriptor but stdin/stdout/stderr (and the nonce pipe, moved to fd 3),
+ *   - closes every descriptor but stdin/stdout/stderr,
  *   - drops to the slot uid with no groups, sets no_new_privs and installs a seccomp filter
  *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls, and any
  *     socket but a local (AF_UNIX) one.
@@ -15,9 +15,14 @@
  * With RG_NO_PROCESSES in its environment (test runs) the child may create threads but no
  * processes and may not exec: its binary is started with execveat, which safe Rust cannot call.
  *
- * usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB NONCE_FD CWD CGROUP_PROCS... -- ARGV...
- *   UID -1 keeps the current uid; NONCE_FD -1 passes none; CWD "-" stays put (else the child enters it
- *   after dropping privileges); CGROUP_PROCS is a list of cgroup.procs files ("-" for none). Report line: "stat NAME EXIT SIGNAL CPU_MS MAXRSS_KB".
+ * If the child cannot set itself up (a limit, the uid, the filter, exec), that is the sandbox's fault,
+ * not the program's: it says why on a close-on-exec pipe that the program never holds, and the report
+ * gets a "fault" line. An exit status alone could not tell the two apart (a program can exit 126).
+ *
+ * usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB CWD -- ARGV...
+ *   UID -1 keeps the current uid; CWD "-" stays put (else the child enters it after dropping
+ *   privileges). Report lines: "stat NAME EXIT SIGNAL CPU_MS MAXRSS_KB", and before it
+ *   "fault NAME REASON..." when the child failed before the program started.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,8 +56,12 @@
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 #define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
 
+static int fault_fd = -1; /* in the child: the write end of the close-on-exec fault pipe */
+
 static void die(const char *what) {
-    fprintf(stderr, "rg-run: %s: %s\n", what, strerror(errno));
+    const char *why = strerror(errno);
+    fprintf(stderr, "rg-run: %s: %s\n", what, why);
+    if (fault_fd >= 0) dprintf(fault_fd, "%s: %s", what, why);
     _exit(126);
 }
 
@@ -179,8 +188,8 @@ int main(int argc, char **argv) {
     int sep = 0;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--") == 0) { sep = i; break; }
-    if (sep != 12 || sep + 1 >= argc) {
-        fprintf(stderr, "usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB NONCE_FD CWD -- ARGV...\n");
+    if (sep != 11 || sep + 1 >= argc) {
+        fprintf(stderr, "usage: rg-run REPORT_FD NAME UID AS_MB CPU_S NPROC FSIZE_MB NOFILE STACK_MB CWD -- ARGV...\n");
         return 125;
     }
     int report = atoi(argv[1]);
@@ -189,18 +198,16 @@ int main(int argc, char **argv) {
     rlim_t mb = 1024 * 1024;
     rlim_t as = (rlim_t)atol(argv[4]) * mb, cpu = (rlim_t)atol(argv[5]), nproc = (rlim_t)atol(argv[6]);
     rlim_t fsize = (rlim_t)atol(argv[7]) * mb, nofile = (rlim_t)atol(argv[8]), stack = (rlim_t)atol(argv[9]) * mb;
-    int nonce_fd = atoi(argv[10]);
-    const char *cwd = argv[11];
+    const char *cwd = argv[10];
 
+    int fault[2];
+    if (pipe2(fault, O_CLOEXEC) != 0) die("pipe2");
     pid_t child = fork();
     if (child < 0) die("fork");
     if (child == 0) {
-        if (nonce_fd >= 0) {
-            if (dup2(nonce_fd, 3) < 0) die("dup2");
-            syscall(SYS_close_range, 4, ~0U, 0);
-        } else {
-            syscall(SYS_close_range, 3, ~0U, 0);
-        }
+        fault_fd = fault[1]; /* >= 3, close-on-exec: gone once the program starts */
+        if (fault_fd > 3) syscall(SYS_close_range, 3, fault_fd - 1, 0);
+        syscall(SYS_close_range, fault_fd + 1, ~0U, 0);
         int adj = open("/proc/self/oom_score_adj", O_WRONLY);
         if (adj >= 0) { (void)!write(adj, "1000\n", 5); close(adj); } /* the program dies first on OOM */
         limit(RLIMIT_AS, as);
@@ -227,9 +234,12 @@ int main(int argc, char **argv) {
         } else {
             execvp(argv[sep + 1], &argv[sep + 1]);
         }
-        fprintf(stderr, "rg-run: cannot run %s: %s\n", argv[sep + 1], strerror(errno));
-        _exit(127);
+        die(argv[sep + 1]);
     }
+    close(fault[1]);
+    char why[256];
+    ssize_t got = read(fault[0], why, sizeof(why) - 1); /* EOF at the child's exec or exit */
+    close(fault[0]);
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof(ru));
@@ -239,6 +249,12 @@ int main(int argc, char **argv) {
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     long cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000L;
+    if (got > 0) {
+        why[got] = 0;
+        for (char *c = why; *c; c++)
+            if (*c == '\n') *c = ' ';
+        dprintf(report, "fault %s %s\n", name, why);
+    }
     dprintf(report, "stat %s %d %d %ld %ld\n", name, code, sig, cpu_ms, ru.ru_maxrss);
     return sig ? 128 + sig : code;
 }

@@ -7,6 +7,7 @@ afterwards for what must not have happened.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 import time
@@ -495,7 +496,7 @@ def test_every_step_is_confined_no_namespaces_no_sockets_a_stack_limit():
     from reward_sandbox.runner import runner_path
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        limits = ["2", "probe", str(UID_BASE + UID_COUNT - 1), "512", "5", "32", "8", "64", "64", "-1", "-", "--"]
+        limits = ["2", "probe", str(UID_BASE + UID_COUNT - 1), "512", "5", "32", "8", "64", "64", "-", "--"]
         return subprocess.run([str(runner_path()), *limits, *argv], capture_output=True, text=True, check=False)
 
     assert run("/bin/sh", "-c", "ulimit -s").stdout.strip() == "65536"
@@ -560,6 +561,23 @@ def test_one_bad_record_never_loses_the_batch(strict_grader, tmp_path):
         "invalid_input",
         "ok",
     ]
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+def test_a_step_the_sandbox_cannot_set_up_is_its_fault_not_the_programs(tmp_path):
+    """Under a hard open-files limit below what a compile step asks for, rg-run cannot set that
+    limit: the job is a sandbox_error that names the step, not a compile error of the program."""
+    import json
+    import subprocess
+    import sys
+
+    src, out = tmp_path / "jobs.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps({"id": "good", "source": RIGHT, "tests": HIDDEN}) + "\n")
+    cli = [sys.executable, "-m", "reward_sandbox.cli", "run", "-i", str(src), "-o", str(out), "--no-cache", "-j", "1"]
+    proc = subprocess.run(["prlimit", "--nofile=200:200", *cli], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result["status"] == "sandbox_error" and "could not start step" in result["reason"], result
 
 
 # --- Found by red-teaming: lexing tricks, output takeover, crashes of our parser ----------------
