@@ -6,9 +6,13 @@ connections fill it, ``/healthz`` included. This protocol adds two things and no
 
 * a read deadline: a request (headers and body) must arrive in full within ``read_timeout_s`` of
   the connection opening or of the previous response; otherwise the connection is dropped;
+* a write deadline: a connection whose client stops reading (the transport pauses writing) must
+  drain within ``read_timeout_s`` or it is aborted; and at most ``max_pipelined`` requests are
+  answered back to back from what a client sent ahead without reading, then it is closed. Without
+  these, a client that pipelines requests and never reads holds its slot forever;
 * a connection cap: at ``max_connections`` a new connection evicts the oldest connection that is
-  not in the middle of a request (idle, or still sending headers); when every connection is busy
-  with a real request, the newcomer gets a 503 and is closed.
+  not in the middle of a request (idle, still sending headers, or stuck with its reader not
+  reading); when every connection is busy with a real request, the newcomer gets a 503 and is closed.
 
 Body size is bounded by the application, which reads the body as a stream (uvicorn buffers at
 most 64 KiB of it before pausing the socket), so chunked bodies are bounded too.
@@ -63,7 +67,11 @@ logging.getLogger("uvicorn.error").addFilter(_QuietBadRequests())
 
 
 def guarded_protocol(
-    read_timeout_s: float, max_connections: int, drops: Drops, responded: Callable[[int], None]
+    read_timeout_s: float,
+    max_connections: int,
+    drops: Drops,
+    responded: Callable[[int], None],
+    max_pipelined: int = 32,
 ) -> type:
     """An :class:`H11Protocol` subclass with these limits (pass it as ``uvicorn.Config(http=...)``);
     ``responded`` counts the responses it sends itself (400 for unparsable HTTP, 503 at the cap)."""
@@ -74,6 +82,8 @@ def guarded_protocol(
             self._deadline: asyncio.TimerHandle | None = None
             self._opened = time.monotonic()
             self._admitted = False
+            self._write_deadline: asyncio.TimerHandle | None = None
+            self._pipelined = 0  # responses in a row sent while the next request was already buffered
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             if len(self.connections) >= max_connections and not self._evict_one():
@@ -88,6 +98,7 @@ def guarded_protocol(
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._disarm_write()
             if self._admitted:
                 super().connection_lost(exc)
 
@@ -96,9 +107,39 @@ def guarded_protocol(
             self._watch()
 
         def on_response_complete(self) -> None:
+            if self.conn.trailing_data[0] and not self.transport.is_closing():
+                self._pipelined += 1
+                if self._pipelined > max_pipelined:  # sent far ahead without reading: not served further
+                    drops.add("pipelining")
+                    self.transport.abort()
+                    return
+            else:
+                self._pipelined = 0
             super().on_response_complete()
             self._disarm()  # a fresh deadline for the next request on this connection
             self._watch()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._write_deadline is None:
+                self._write_deadline = self.loop.call_later(read_timeout_s, self._write_expired)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._disarm_write()
+
+        def _disarm_write(self) -> None:
+            if self._write_deadline is not None:
+                self._write_deadline.cancel()
+                self._write_deadline = None
+
+        def _write_expired(self) -> None:
+            """The client did not read its answers in time; ``abort`` (``close`` would wait for the
+            unsent bytes, which is forever)."""
+            self._write_deadline = None
+            if self._admitted:
+                drops.add("write_timeout")
+                self.transport.abort()
 
         def send_400_response(self, msg: str) -> None:
             responded(400)
@@ -108,13 +149,24 @@ def guarded_protocol(
             """Not in the middle of a request: nothing received yet, or only part of the headers."""
             return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
 
+        def _stuck(self) -> bool:
+            """Its client is not reading what it was sent (writing paused)."""
+            return bool(self.flow is not None and self.flow.write_paused)
+
         def _evict_one(self) -> bool:
-            idle = [c for c in self.connections if isinstance(c, GuardedProtocol) and c._idle()]
-            if not idle:
-                return False
-            oldest = min(idle, key=lambda c: c._opened)
-            drops.add("evicted_idle")
-            oldest.transport.close()
+            guarded = [c for c in self.connections if isinstance(c, GuardedProtocol)]
+            stuck = [c for c in guarded if c._stuck()]
+            if stuck:
+                oldest = min(stuck, key=lambda c: c._opened)
+                drops.add("evicted_stuck")
+                oldest.transport.abort()
+            else:
+                idle = [c for c in guarded if c._idle()]
+                if not idle:
+                    return False
+                oldest = min(idle, key=lambda c: c._opened)
+                drops.add("evicted_idle")
+                oldest.transport.close()
             self.connections.discard(oldest)
             return True
 

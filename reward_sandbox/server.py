@@ -8,7 +8,8 @@ GET  /metrics    Prometheus text: responses by status code, dropped connections,
 Bounded against hostile clients: at most ``max_batch`` jobs per request and ``max_queue`` jobs
 waiting (then 503); a body of at most ``max_request_mb``, counted as it streams in, so a chunked
 body without Content-Length is cut off too (413); a request must arrive within ``read_timeout_s``
-and at most ``max_connections`` are open (see :mod:`.httpguard`). A malformed request gets a 4xx
+its answers must be read within ``read_timeout_s`` too, at most ``max_pipelined`` requests are
+answered ahead of the client's reading, and at most ``max_connections`` are open (see :mod:`.httpguard`). A malformed request gets a 4xx
 with the reason, a bad record inside a good batch an ``invalid_input`` result. A bearer token,
 from the environment or a file (never the command line), guards /v1/grade and /metrics; the server
 refuses to start without one on a non-loopback address. There are no /docs or /openapi.json.
@@ -55,6 +56,7 @@ class ServerOptions:
     max_connections: int = 256  # open connections; idle ones are evicted first, then 503
     keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
     backlog: int = 128  # kernel accept queue, and most sockets asyncio accepts in one loop turn
+    max_pipelined: int = 32  # requests answered back to back while the client sends ahead without reading
 
 
 class ServiceState:
@@ -261,7 +263,9 @@ def make_server(
 
     app = create_app(grader, token, options.max_batch, options.max_queue, options.max_request_mb)
     service = app.service
-    protocol = guarded_protocol(options.read_timeout_s, options.max_connections, service.drops, service.responded)
+    protocol = guarded_protocol(
+        options.read_timeout_s, options.max_connections, service.drops, service.responded, options.max_pipelined
+    )
     config = uvicorn.Config(
         app,
         host=host,

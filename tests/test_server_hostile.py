@@ -9,6 +9,7 @@ traceback, every status is counted, the cache is bounded in bytes, the token nev
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import socket
@@ -402,3 +403,83 @@ def test_unparsable_http_gets_400_counted_and_unlogged(served):
         logging.getLogger("uvicorn.error").removeHandler(records)
     assert counter(metrics(served.port), name, 'code="400"') - before == 3
     assert records.records == []
+
+
+def stuck_reader(port: int, requests: bytes) -> socket.socket:
+    """A client that sends ``requests`` ahead (pipelined) and never reads an answer."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    sock.connect(("127.0.0.1", port))
+    sock.setblocking(False)
+    with contextlib.suppress(BlockingIOError):
+        sock.send(requests)
+    return sock
+
+
+def cut_off(sock: socket.socket, within_s: float) -> bool:
+    """Closed or reset by the server within ``within_s`` (what it had sent is read and dropped)."""
+    deadline = time.monotonic() + within_s
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if sock.recv(65536) == b"":
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        pass
+    return False
+
+
+def test_pipelining_clients_that_never_read_cannot_hold_their_slots(served):
+    name = "reward_sandbox_connections_dropped_total"
+    before = counter(metrics(served.port), name, 'reason="pipelining"')
+    stuck = [stuck_reader(served.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 2000) for _ in range(64)]
+    try:
+        status, body = request(served.port, "GET", "/healthz")
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        assert all(cut_off(s, OPTIONS.read_timeout_s + 5) for s in stuck)
+    finally:
+        for sock in stuck:
+            sock.close()
+    assert counter(metrics(served.port), name, 'reason="pipelining"') - before >= 60  # a few may be evicted first
+
+
+def test_a_client_that_stops_reading_a_big_answer_is_cut_off_by_the_write_deadline():
+    """Few pipelined requests, each with a large answer (ids are echoed): the server's send buffers
+    fill, writing pauses, and the connection is aborted after the deadline; meanwhile such a
+    connection is the first evicted, so /healthz is answered at a full cap at once."""
+    options = ServerOptions(max_batch=8, max_request_mb=1, read_timeout_s=1.0, max_connections=4)
+    grader = Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache())
+    port = free_port()
+    server = make_server(grader, TOKEN, options, "127.0.0.1", port)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
+        body = json.dumps({"jobs": [{"id": "i" * 30_000} for _ in range(8)]}).encode()
+        one = f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: {len(body)}\r\n\r\n".encode() + body
+        stuck = [stuck_reader(port, one * 12) for _ in range(4)]
+        try:
+            for _ in range(200):  # until the server's writes to all four are paused
+                if sum(c._stuck() for c in list(server.server_state.connections)) == 4:
+                    break
+                time.sleep(0.05)
+            status, _ = request(port, "GET", "/healthz")
+            assert status == 200
+            time.sleep(options.read_timeout_s + 2)  # nobody reads meanwhile: the deadline runs out
+            assert all(cut_off(s, 5) for s in stuck)
+        finally:
+            for sock in stuck:
+                sock.close()
+        text = metrics(port)
+        name = "reward_sandbox_connections_dropped_total"
+        assert counter(text, name, 'reason="evicted_stuck"') == 1  # for the /healthz above
+        assert counter(text, name, 'reason="write_timeout"') == 3
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        grader.close()
