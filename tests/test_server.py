@@ -56,11 +56,14 @@ def test_grades_batches_in_order_with_a_token(server):
     assert [r.status for r in results] == [Status.OK, Status.COMPILE_ERROR, Status.INVALID_INPUT]
 
 
-def test_rejects_bad_tokens_and_oversized_batches(server):
+def test_rejects_bad_tokens_and_splits_oversized_batches(server):
     with pytest.raises(RemoteGraderError, match="401"):
         RemoteGrader(server, token="wrong", retries=0).grade([{"id": "a", "source": "fn f() {}"}])
-    with pytest.raises(RemoteGraderError, match="413"):
-        RemoteGrader(server, token="s3cret", retries=0).grade([{"id": str(i), "source": "fn f() {}"} for i in range(4)])
+    # a batch over the server's max_batch is split until it fits, not refused
+    oversized = [{"id": str(i), "source": ""} for i in range(4)]
+    results = RemoteGrader(server, token="s3cret", retries=0).grade(oversized)
+    assert [r.id for r in results] == ["0", "1", "2", "3"]
+    assert all(r.status is Status.INVALID_INPUT for r in results)
 
 
 def test_health_and_metrics(server):
