@@ -142,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-connections", type=int, default=256, help="open connections (idle ones evicted first, then 503)"
     )
+    serve.add_argument(
+        "--max-connections-per-ip", type=int, default=64, help="open connections from one address (0: no limit)"
+    )
+    serve.add_argument(
+        "--max-inflight-mb", type=float, default=128.0, help="request bodies held at once, all clients (then 503)"
+    )
     serve.set_defaults(func=cmd_serve)
     return parser
 

@@ -31,12 +31,28 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-_BUSY = b'{"error": "too many connections, retry later"}'
-_REFUSED = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
-    + f"content-length: {len(_BUSY)}\r\n\r\n".encode()
-    + _BUSY
-)
+MAX_HEAD = 16 * 1024  # request line and headers
+
+
+def _answer(status: str, message: bytes) -> bytes:
+    """A whole response sent by the guard itself, outside any h11 request cycle; the connection closes."""
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        f"content-length: {len(message)}\r\n\r\n".encode()
+        + message
+    )
+
+
+_REFUSED = _answer("503 Service Unavailable", b'{"error": "too many connections, retry later"}')
+_REFUSED_IP = _answer("503 Service Unavailable", b'{"error": "too many connections from your address, retry later"}')
+_HEAD_TOO_LARGE = _answer("400 Bad Request", b'{"error": "request line and headers over 16 KiB"}')
+
+
+def head_too_large(buffer: bytes) -> bool:
+    """The request at the start of ``buffer`` has a head (request line + headers) over MAX_HEAD.
+    h11 bounds only a head still incomplete; one that arrives whole in a single read is not."""
+    end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
+    return end < 0 and len(buffer) > MAX_HEAD
 
 
 class Drops:
@@ -72,6 +88,7 @@ def guarded_protocol(
     drops: Drops,
     responded: Callable[[int], None],
     max_pipelined: int = 32,
+    max_per_ip: int = 0,
 ) -> type:
     """An :class:`H11Protocol` subclass with these limits (pass it as ``uvicorn.Config(http=...)``);
     ``responded`` counts the responses it sends itself (400 for unparsable HTTP, 503 at the cap)."""
@@ -82,10 +99,21 @@ def guarded_protocol(
             self._deadline: asyncio.TimerHandle | None = None
             self._opened = time.monotonic()
             self._admitted = False
+            self._ip = ""
             self._write_deadline: asyncio.TimerHandle | None = None
             self._pipelined = 0  # responses in a row sent while the next request was already buffered
 
         def connection_made(self, transport: asyncio.Transport) -> None:
+            peer = transport.get_extra_info("peername")
+            self._ip = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            if max_per_ip and self._ip:
+                same = [c for c in self.connections if isinstance(c, GuardedProtocol) and c._ip == self._ip]
+                if len(same) >= max_per_ip and not self._evict_one(same):
+                    drops.add("per_ip_limit")
+                    responded(503)
+                    transport.write(_REFUSED_IP)
+                    transport.close()
+                    return
             if len(self.connections) >= max_connections and not self._evict_one():
                 drops.add("connection_limit")
                 responded(503)
@@ -103,8 +131,16 @@ def guarded_protocol(
                 super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self.conn.their_state is h11.IDLE and head_too_large(self.conn.trailing_data[0] + data):
+                self._refuse_head()
+                return
             super().data_received(data)
             self._watch()
+
+        def _refuse_head(self) -> None:
+            responded(400)
+            self.transport.write(_HEAD_TOO_LARGE)
+            self.transport.close()
 
         def on_response_complete(self) -> None:
             if self.conn.trailing_data[0] and not self.transport.is_closing():
@@ -115,6 +151,14 @@ def guarded_protocol(
                     return
             else:
                 self._pipelined = 0
+            if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+                # answered before its body was read (a 404, /healthz with a body): close, do not drain
+                drops.add("unread_body")
+                self.transport.close()
+                return
+            if self.conn.trailing_data[0] and head_too_large(self.conn.trailing_data[0]):
+                self._refuse_head()  # the next pipelined request
+                return
             super().on_response_complete()
             self._disarm()  # a fresh deadline for the next request on this connection
             self._watch()
@@ -153,8 +197,9 @@ def guarded_protocol(
             """Its client is not reading what it was sent (writing paused)."""
             return bool(self.flow is not None and self.flow.write_paused)
 
-        def _evict_one(self) -> bool:
-            guarded = [c for c in self.connections if isinstance(c, GuardedProtocol)]
+        def _evict_one(self, among: list[Any] | None = None) -> bool:
+            pool = self.connections if among is None else among
+            guarded = [c for c in pool if isinstance(c, GuardedProtocol)]
             stuck = [c for c in guarded if c._stuck()]
             if stuck:
                 oldest = min(stuck, key=lambda c: c._opened)

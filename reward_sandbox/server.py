@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .auth import TokenError, read_token_file, token_from_env
@@ -57,18 +58,22 @@ class ServerOptions:
     keep_alive_s: int = 5  # an idle keep-alive connection is closed after this
     backlog: int = 128  # kernel accept queue, and most sockets asyncio accepts in one loop turn
     max_pipelined: int = 32  # requests answered back to back while the client sends ahead without reading
+    max_inflight_mb: float = 128.0  # request bodies held over all connections at once (then 503)
+    max_per_ip: int = 64  # open connections from one client address (0: no limit)
 
 
 class ServiceState:
     """Counters shared by the endpoints (guarded: grading runs in worker threads)."""
 
-    def __init__(self, grader: Grader, max_queue: int) -> None:
+    def __init__(self, grader: Grader, max_queue: int, max_inflight: int = 128 << 20) -> None:
         from .httpguard import Drops
 
         self.grader = grader
         self.max_queue = max_queue
+        self.max_inflight = max_inflight
         self.lock = threading.Lock()
         self.queued = 0
+        self.inflight = 0  # request body bytes held now, over all connections
         self.requests = Counter[str]()
         self.responses = Counter[int]()
         self.statuses = Counter[str]()
@@ -81,6 +86,17 @@ class ServiceState:
                 return False
             self.queued += n
             return True
+
+    def take_bytes(self, n: int) -> bool:
+        with self.lock:
+            if self.inflight + n > self.max_inflight:
+                return False
+            self.inflight += n
+            return True
+
+    def give_bytes(self, n: int) -> None:
+        with self.lock:
+            self.inflight -= n
 
     def release(self, n: int, results: list[Any], seconds: float) -> None:
         with self.lock:
@@ -126,11 +142,32 @@ class Refused(Exception):
         self.code, self.message, self.outcome = code, message, outcome
 
 
+class HugeNumber(str):
+    """A JSON integer too long for ``int()`` (over 4,000 digits), kept as its text: the record that
+    holds it is judged on its own (a number field holding it is ``invalid_input``), never the batch."""
+
+
+def _parse_int(text: str) -> int | HugeNumber:
+    return int(text) if len(text) <= 4000 else HugeNumber(text)
+
+
 def parse_jobs(body: bytes, max_batch: int) -> list[Any]:
     """The ``jobs`` list of a request body. Only the envelope is checked here; each record is
-    checked by the grader, so one bad record is one ``invalid_input`` result."""
+    checked by the grader, so one bad record is one ``invalid_input`` result. JSON objects are
+    counted while parsing: a small body of many tiny objects (``{},{},...``) would cost ~20x its
+    size in memory, so more than 16 per allowed job stops the parse (413)."""
+    objects = 0
+    most = 16 * max_batch + 16
+
+    def count(pairs: dict[str, Any]) -> dict[str, Any]:
+        nonlocal objects
+        objects += 1
+        if objects > most:
+            raise Refused(413, f"more than {most} JSON objects for at most {max_batch} jobs", "too_large")
+        return pairs
+
     try:
-        payload = json.loads(body)
+        payload = json.loads(body, object_hook=count, parse_int=_parse_int)
     except RecursionError:
         raise Refused(400, 'expected {"jobs": [...]}: JSON nested too deeply', "bad_request") from None
     except ValueError as exc:  # bad JSON or bad UTF-8
@@ -183,6 +220,7 @@ def create_app(
     max_batch: int = 512,
     max_queue: int = 4096,
     max_request_mb: float = 32.0,
+    max_inflight_mb: float = 128.0,
 ) -> CountedApp:
     """The ASGI application (importable for tests and for other ASGI servers); ``app.state.service``
     holds the counters."""
@@ -191,8 +229,10 @@ def create_app(
     from starlette.requests import ClientDisconnect
 
     api = FastAPI(title="reward-sandbox", version="1", docs_url=None, redoc_url=None, openapi_url=None)
-    state = ServiceState(grader, max_queue)
+    state = ServiceState(grader, max_queue, int(max_inflight_mb * 1024 * 1024))
     limit = int(max_request_mb * 1024 * 1024)
+    # JSON is parsed here, off the event loop, so /healthz and other connections keep being served
+    parser = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reward-parse")
 
     def authorized(request: Request) -> bool:
         if not token:
@@ -210,8 +250,10 @@ def create_app(
             return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
         return PlainTextResponse(state.prometheus())
 
-    async def read_body(request: Request) -> bytes:
-        """The body, refused as soon as it passes the limit (chunked or not)."""
+    async def read_body(request: Request, held: list[int]) -> bytes:
+        """The body, refused as soon as it passes the limit (chunked or not), or when the bodies of
+        all requests together would pass the in-flight budget (503). ``held[0]``: bytes taken from
+        the budget, for the caller to give back."""
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             raise Refused(413, f"request larger than {max_request_mb:g} MB", "too_large")
@@ -220,15 +262,21 @@ def create_app(
             size += len(chunk)
             if size > limit:
                 raise Refused(413, f"request larger than {max_request_mb:g} MB", "too_large")
+            if not state.take_bytes(len(chunk)):
+                raise Refused(503, "too many request bytes in flight, retry later", "busy")
+            held[0] += len(chunk)
             chunks.append(chunk)
         return b"".join(chunks)
 
     @api.post("/v1/grade")
     async def grade(request: Request) -> Any:
+        held = [0]
         try:
             if not authorized(request):
                 raise Refused(401, "missing or wrong bearer token", "unauthorized")
-            jobs = parse_jobs(await read_body(request), max_batch)
+            body = await read_body(request, held)
+            jobs = await asyncio.get_running_loop().run_in_executor(parser, parse_jobs, body, max_batch)
+            del body
             if not state.try_reserve(len(jobs)):
                 raise Refused(503, "queue full, retry later", "busy")
         except Refused as exc:
@@ -238,6 +286,8 @@ def create_app(
         except ClientDisconnect:
             state.count("client_gone")
             return Response(status_code=499)  # nobody reads it; counted as the client's
+        finally:
+            state.give_bytes(held[0])  # the parsed jobs are bounded by max_batch from here on
         start = time.monotonic()
         results: list[Any] = []
         try:
@@ -261,10 +311,17 @@ def make_server(
 
     from .httpguard import guarded_protocol
 
-    app = create_app(grader, token, options.max_batch, options.max_queue, options.max_request_mb)
+    app = create_app(
+        grader, token, options.max_batch, options.max_queue, options.max_request_mb, options.max_inflight_mb
+    )
     service = app.service
     protocol = guarded_protocol(
-        options.read_timeout_s, options.max_connections, service.drops, service.responded, options.max_pipelined
+        options.read_timeout_s,
+        options.max_connections,
+        service.drops,
+        service.responded,
+        options.max_pipelined,
+        options.max_per_ip,
     )
     config = uvicorn.Config(
         app,
@@ -344,6 +401,8 @@ def serve(args: argparse.Namespace) -> int:
         max_request_mb=args.max_request_mb,
         read_timeout_s=getattr(args, "read_timeout_s", ServerOptions.read_timeout_s),
         max_connections=getattr(args, "max_connections", ServerOptions.max_connections),
+        max_inflight_mb=getattr(args, "max_inflight_mb", ServerOptions.max_inflight_mb),
+        max_per_ip=getattr(args, "max_connections_per_ip", ServerOptions.max_per_ip),
     )
     grader = open_grader(settings_from_args(args))
     assert isinstance(grader, Grader)

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -483,3 +484,114 @@ def test_a_client_that_stops_reading_a_big_answer_is_cut_off_by_the_write_deadli
         server.should_exit = True
         thread.join(timeout=30)
         grader.close()
+
+
+@pytest.fixture(scope="module")
+def tight() -> Iterator[Served]:
+    """A server with a small in-flight budget and per-address cap, to reach them with few sockets."""
+    options = ServerOptions(
+        max_batch=8, max_request_mb=1, max_inflight_mb=2, read_timeout_s=3.0, max_connections=8, max_per_ip=4
+    )
+    grader = Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache())
+    port = free_port()
+    server = make_server(grader, TOKEN, options, "127.0.0.1", port)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield Served(port, server)
+    server.should_exit = True
+    thread.join(timeout=30)
+    grader.close()
+
+
+def test_request_bodies_are_bounded_over_all_connections_not_only_per_request(tight):
+    """Each body is under the 1 MB limit, but three of them held at once pass the 2 MB budget."""
+    size = 1000 * 1024
+    head = f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: {size}\r\n\r\n".encode()
+    socks = [connect(tight.port) for _ in range(3)]
+    try:
+        answers = []
+        for sock in socks:
+            sock.sendall(head + b" " * (size - 1))  # all but the last byte
+            time.sleep(0.3)
+        for sock in socks:
+            sock.settimeout(0.5)
+            try:
+                answers.append(read_response(sock))
+            except TimeoutError:
+                answers.append((0, b""))  # still held, waiting for its last byte
+        assert [a[0] for a in answers].count(503) == 1
+        assert any(b"bytes in flight" in a[1] for a in answers)
+    finally:
+        for sock in socks:
+            sock.close()
+    service = tight.server.config.app.service
+    for _ in range(100):  # the held bodies are given back when their clients go
+        if service.inflight == 0:
+            break
+        time.sleep(0.05)
+    assert service.inflight == 0
+
+
+def test_one_address_cannot_take_every_slot(tight):
+    busy = [connect(tight.port) for _ in range(4)]
+    try:
+        for sock in busy:  # mid-body: inside a request, not evictable
+            sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 50\r\n\r\n{{".encode())
+        time.sleep(0.2)
+        with connect(tight.port) as sock:
+            status, body = read_response(sock)
+        assert status == 503 and b"from your address" in body
+        with socket.create_connection(("127.0.0.1", tight.port), timeout=10, source_address=("127.0.0.2", 0)) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert read_response(sock)[0] == 200  # another address still gets in
+    finally:
+        for sock in busy:
+            sock.close()
+
+
+def test_a_parse_bomb_is_stopped_while_parsing(served):
+    body = b'{"jobs": [' + b"{}," * 50_000 + b"{}]}"  # 150 KB, under the limit; ~20x that once parsed
+    status, answer = request(served.port, "POST", "/v1/grade", body)
+    assert status == 413 and b"JSON objects" in answer
+
+
+def test_a_huge_integer_spoils_only_its_record(served):
+    huge = "9" * 5000  # past Python's int() digit limit
+    body = (
+        '{"jobs": [{"id": "a", "source": "pub fn f() -> u8 { 1 }", "unused": ' + huge + "},"
+        ' {"id": "b", "source": "pub fn f() -> u8 { 1 }", "timeout_s": ' + huge + "}]}"
+    ).encode()
+    status, answer = request(served.port, "POST", "/v1/grade", body)
+    assert status == 200
+    results = json.loads(answer)["results"]
+    assert [r["id"] for r in results] == ["a", "b"]
+    assert results[0]["status"] == "ok"
+    assert results[1]["status"] == "invalid_input" and "timeout_s" in results[1]["reason"]
+
+
+def test_a_body_the_app_answered_without_reading_closes_the_connection(served):
+    name = "reward_sandbox_connections_dropped_total"
+    before = counter(metrics(served.port), name, 'reason="unread_body"')
+    with connect(served.port) as sock:  # complete headers, a body that never comes
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        assert read_response(sock)[0] == 200
+        assert closed_by_server(sock, 5)
+    assert counter(metrics(served.port), name, 'reason="unread_body"') - before == 1
+
+
+def test_a_header_block_over_16k_is_refused_even_when_sent_in_one_write(served):
+    big = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 100_000 + b"\r\n\r\n"
+    small = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with connect(served.port) as sock:
+        sock.sendall(big)
+        assert read_response(sock)[0] == 400
+    with connect(served.port) as sock:  # the second of two pipelined requests
+        sock.sendall(small + big)
+        answers = b""
+        while chunk := sock.recv(65536):  # until the server closes
+            answers += chunk
+    assert re.findall(rb"HTTP/1\.1 (\d{3}) ", answers) == [b"200", b"400"]
