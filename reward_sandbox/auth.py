@@ -6,8 +6,12 @@ the token itself and ``NAME_FILE`` names a file holding it (Docker/Kubernetes se
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from pathlib import Path
+
+log = logging.getLogger("reward_sandbox")
 
 
 class TokenError(ValueError):
@@ -22,6 +26,9 @@ def read_token_file(path: str | Path) -> str:
         raise TokenError(f"cannot read the token file {path}: {exc.strerror or exc}") from None
     if not token:
         raise TokenError(f"the token file {path} is empty")
+    mode = stat.S_IMODE(Path(path).stat().st_mode)
+    if mode & 0o077:  # a secret the group or everyone can read
+        log.warning("the token file %s can be read by other users (mode %o); chmod 600 it", path, mode)
     return token
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -93,11 +94,21 @@ class ResultCache:
         """Newest last; the oldest go until the texts fit (one larger than the whole budget is not kept)."""
         old = self._memory.pop(key, None)
         if old is not None:
-            self.memory_used -= len(old)
-        if len(text) > self.memory_bytes:
+            self.memory_used -= entry_cost(key, old)
+        cost = entry_cost(key, text)
+        if cost > self.memory_bytes:
             return
         self._memory[key] = text
-        self.memory_used += len(text)
+        self.memory_used += cost
         while self.memory_used > self.memory_bytes:
-            _, dropped = self._memory.popitem(last=False)
-            self.memory_used -= len(dropped)
+            dropped_key, dropped = self._memory.popitem(last=False)
+            self.memory_used -= entry_cost(dropped_key, dropped)
+
+
+def entry_cost(key: str, text: str) -> int:
+    """What one memory entry really costs: both strings with their object headers and the
+    ordered dict's slot, not only the text (many small results would otherwise pass the budget)."""
+    return sys.getsizeof(key) + sys.getsizeof(text) + _SLOT_BYTES
+
+
+_SLOT_BYTES = 100  # an OrderedDict entry: hash table slot and linked-list node, measured ~100 bytes

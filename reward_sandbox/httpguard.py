@@ -5,7 +5,8 @@ timer only runs between requests), and its ``limit_concurrency`` answers 503 to 
 connections fill it, ``/healthz`` included. This protocol adds two things and nothing else:
 
 * a read deadline: a request (headers and body) must arrive in full within ``read_timeout_s`` of
-  the connection opening or of the previous response; otherwise the connection is dropped;
+  the connection opening or of the previous response; otherwise the connection is dropped (with a
+  408 if part of a request had come);
 * a write deadline: a connection whose client stops reading (the transport pauses writing) must
   drain within ``read_timeout_s`` or it is aborted; and at most ``max_pipelined`` requests are
   answered back to back from what a client sent ahead without reading, then it is closed. Without
@@ -13,6 +14,11 @@ connections fill it, ``/healthz`` included. This protocol adds two things and no
 * a connection cap: at ``max_connections`` a new connection evicts the oldest connection that is
   not in the middle of a request (idle, still sending headers, or stuck with its reader not
   reading); when every connection is busy with a real request, the newcomer gets a 503 and is closed.
+
+Also: at most ``max_per_ip`` connections from one address (its own idle ones are evicted first);
+a request line + headers over 16 KiB is refused with a 400 even when it arrives in one read (h11
+bounds only a head still incomplete); a request answered before its body was read closes the
+connection instead of draining the body.
 
 Body size is bounded by the application, which reads the body as a stream (uvicorn buffers at
 most 64 KiB of it before pausing the socket), so chunked bodies are bounded too.
@@ -45,6 +51,7 @@ def _answer(status: str, message: bytes) -> bytes:
 
 _REFUSED = _answer("503 Service Unavailable", b'{"error": "too many connections, retry later"}')
 _REFUSED_IP = _answer("503 Service Unavailable", b'{"error": "too many connections from your address, retry later"}')
+_TOO_SLOW = _answer("408 Request Timeout", b'{"error": "the request did not arrive in time"}')
 _HEAD_TOO_LARGE = _answer("400 Bad Request", b'{"error": "request line and headers over 16 KiB"}')
 
 
@@ -239,6 +246,9 @@ def guarded_protocol(
                 return
             partial = self.conn.their_state is h11.SEND_BODY or self.conn.trailing_data[0] != b""
             drops.add("read_timeout" if partial else "idle_timeout")
+            if partial and (self.cycle is None or not self.cycle.response_started):
+                responded(408)  # a half-sent request is told why (a silent connection just closes)
+                self.transport.write(_TOO_SLOW)
             self.transport.close()
 
     return GuardedProtocol

@@ -156,7 +156,11 @@ def test_half_sent_requests_are_dropped_after_the_read_timeout(served):
         sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 1000\r\n\r\n".encode() + b"{" * 10)
     try:
         start = time.monotonic()
-        assert all(closed_by_server(s, OPTIONS.read_timeout_s + 3) for s in headers_only + half_body)
+        for sock in headers_only + half_body:
+            sock.settimeout(OPTIONS.read_timeout_s + 3)
+            status, body = read_response(sock)
+            assert status == 408 and b"in time" in body  # told why, then closed
+            assert closed_by_server(sock, 3)
         assert time.monotonic() - start < OPTIONS.read_timeout_s + 3
     finally:
         for sock in headers_only + half_body:
@@ -326,6 +330,31 @@ def test_the_memory_cache_is_bounded_in_bytes_not_items():
     assert cache.get("huge") is None and cache.memory_used <= 1_000_000
 
 
+def test_the_memory_cache_counts_what_each_entry_really_costs():
+    """Many small results: keys, string headers and dict slots count too, so real memory stays
+    near the budget (counting the texts alone let it pass it by about a third)."""
+    import gc
+    import hashlib
+    import tracemalloc
+
+    budget = 400_000
+    results = [Result(id=str(n), status=Status.OK) for n in range(3000)]
+    keys = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(3000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cache = ResultCache(memory_bytes=budget)
+        for key, result in zip(keys, results):
+            cache.put(key, result)
+        gc.collect()
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.memory_used <= budget
+    assert used <= budget * 1.15, used
+
+
 def test_the_token_never_comes_from_argv(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("REWARD_SANDBOX_TOKEN", raising=False)
     monkeypatch.delenv("REWARD_SANDBOX_TOKEN_FILE", raising=False)
@@ -341,6 +370,17 @@ def test_the_token_never_comes_from_argv(tmp_path, monkeypatch, capsys):
     (tmp_path / "empty").write_text("  \n")
     assert sandbox_main(["serve", "--host", "0.0.0.0", "--token-file", str(tmp_path / "empty")]) == 2
     assert "is empty" in capsys.readouterr().err
+
+
+def test_a_token_file_others_can_read_is_warned_about(tmp_path, caplog):
+    from reward_sandbox.auth import read_token_file
+
+    path = tmp_path / "token"
+    path.write_text("t0ken\n")
+    path.chmod(0o600)
+    assert read_token_file(path) == "t0ken" and "other users" not in caplog.text
+    path.chmod(0o644)
+    assert read_token_file(path) == "t0ken" and "other users" in caplog.text
 
 
 def test_with_a_low_open_file_limit_idle_connections_still_cannot_starve_it(tmp_path):
