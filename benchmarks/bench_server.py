@@ -180,7 +180,14 @@ def main() -> int:
     env = {**os.environ, "REWARD_SANDBOX_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "reward_sandbox.cli", "serve", "--port", str(port), "--no-cache"]
     command += ["--workers", str(args.workers), "--read-timeout-s", str(args.read_timeout_s)]
-    command += ["--max-request-mb", str(args.max_request_mb), "--max-connections", "1024"]
+    command += [
+        "--max-request-mb",
+        str(args.max_request_mb),
+        "--max-connections",
+        "1024",
+        "--max-connections-per-ip",
+        "0",
+    ]
     server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
