@@ -23,6 +23,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 import sys
 import threading
 import time
@@ -151,23 +152,22 @@ def _parse_int(text: str) -> int | HugeNumber:
     return int(text) if len(text) <= 4000 else HugeNumber(text)
 
 
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string literal, escapes included
+
+
 def parse_jobs(body: bytes, max_batch: int) -> list[Any]:
     """The ``jobs`` list of a request body. Only the envelope is checked here; each record is
-    checked by the grader, so one bad record is one ``invalid_input`` result. JSON objects are
-    counted while parsing: a small body of many tiny objects (``{},{},...``) would cost ~20x its
-    size in memory, so more than 16 per allowed job stops the parse (413)."""
-    objects = 0
-    most = 16 * max_batch + 16
+    checked by the grader, so one bad record is one ``invalid_input`` result.
 
-    def count(pairs: dict[str, Any]) -> dict[str, Any]:
-        nonlocal objects
-        objects += 1
-        if objects > most:
-            raise Refused(413, f"more than {most} JSON objects for at most {max_batch} jobs", "too_large")
-        return pairs
-
+    Before parsing, the body's structure outside its strings is counted: a small body of tiny
+    values (``{},{},...``, ``[],[],...``) would cost ~20x its size once parsed, so more than 16
+    objects and arrays, or 64 values, per allowed job is refused (413) without parsing it."""
+    skeleton = _STRING.sub(b"", body)
+    containers = skeleton.count(b"{") + skeleton.count(b"[")
+    if containers > 16 * max_batch + 16 or skeleton.count(b",") > 64 * max_batch + 64:
+        raise Refused(413, f"too many JSON objects, arrays or values for at most {max_batch} jobs", "too_large")
     try:
-        payload = json.loads(body, object_hook=count, parse_int=_parse_int)
+        payload = json.loads(body, parse_int=_parse_int)
     except RecursionError:
         raise Refused(400, 'expected {"jobs": [...]}: JSON nested too deeply', "bad_request") from None
     except ValueError as exc:  # bad JSON or bad UTF-8

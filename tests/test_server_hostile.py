@@ -230,7 +230,7 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(served):
     [
         (b'{"jobs": [', b"not JSON"),
         (b"\xff\xfe{}", b"not JSON"),
-        (b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b"nested too deeply"),
+        (b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b"too many JSON objects, arrays"),
         (b'[{"id": "a"}]', b'a JSON object with a \\"jobs\\" list'),
         (b'{"jobs": {"id": "a"}}', b'a JSON object with a \\"jobs\\" list'),
         (b'{"jobs": [' + b"1," * 8 + b"1]}", b"at most 8"),
@@ -593,10 +593,22 @@ def test_one_address_cannot_take_every_slot(tight):
             sock.close()
 
 
-def test_a_parse_bomb_is_stopped_while_parsing(served):
-    body = b'{"jobs": [' + b"{}," * 50_000 + b"{}]}"  # 150 KB, under the limit; ~20x that once parsed
+@pytest.mark.parametrize("item", [b"{}", b"[]", b"1.5", b'"ab"'])
+def test_a_parse_bomb_is_refused_before_parsing(served, item):
+    body = b'{"jobs": [' + (item + b",") * 50_000 + item + b"]}"  # ~200 KB, under the limit; ~20x once parsed
     status, answer = request(served.port, "POST", "/v1/grade", body)
-    assert status == 413 and b"JSON objects" in answer
+    assert status == 413 and b"too many JSON objects, arrays or values" in answer
+
+
+def test_deep_nesting_within_the_structure_budget_is_a_400_not_a_500():
+    from reward_sandbox.server import Refused, parse_jobs
+
+    with pytest.raises(Refused, match="nested too deeply") as caught:
+        parse_jobs(b'{"jobs": ' + b"[" * 5000 + b"]" * 5000 + b"}", 512)
+    assert caught.value.code == 400
+    # strings full of brackets and commas (Rust code) are not structure
+    code = json.dumps("let a = [[1, 2], [3, 4]]; {}" * 1000)
+    assert len(parse_jobs(f'{{"jobs": [{{"id": "a", "source": {code}}}]}}'.encode(), 8)) == 1
 
 
 def test_a_huge_integer_spoils_only_its_record(served):
