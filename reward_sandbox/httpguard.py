@@ -98,7 +98,8 @@ def guarded_protocol(
     max_per_ip: int = 0,
 ) -> type:
     """An :class:`H11Protocol` subclass with these limits (pass it as ``uvicorn.Config(http=...)``);
-    ``responded`` counts the responses it sends itself (400 for unparsable HTTP, 503 at the cap)."""
+    ``responded`` counts the responses it sends itself (400 for unparsable HTTP or an oversized head,
+    408 for a half-sent request, 503 at the caps)."""
 
     class GuardedProtocol(H11Protocol):  # type: ignore[misc]  # uvicorn.* is untyped here
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -110,7 +110,7 @@ class RewardConfig:
         " several as a list or comma-separated; batches are spread over the healthy ones.",
     )
     server_token_env: str = _f("REWARD_SANDBOX_TOKEN", "Environment variable holding the server's bearer token.")
-    server_timeout_s: float = _f(300.0, "HTTP timeout for one batch.")
+    server_timeout_s: float = _f(300.0, "Deadline for one request to one server: connect, grade, read the answer.")
     server_retries: int = _f(2, "Retries of a failed batch before its rewards become None (unknown).")
 
     def __post_init__(self) -> None:
