@@ -142,3 +142,38 @@ def test_two_step_grpo_with_two_turn_repair_episodes(tmp_path):
     batch = trainer._generate_and_score_completions([dict(row) for row in trainer.train_dataset.select([0, 0, 0, 0])])
     mask, tool_mask = batch["completion_mask"], batch["tool_mask"]
     assert (tool_mask * mask).sum() < mask.sum() and ((1 - tool_mask) * mask).sum() > 0
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_eval_with_repair_turns_reports_pass_at_1_after_each_turn(tmp_path):
+    import subprocess
+    import sys
+
+    from rust_grpo.data import load_problems
+    from rust_grpo.train import resolve_model_path
+
+    cfg = load_config("configs/tiny-cpu.toml", ["model.warm_start_steps=200"])
+    model = resolve_model_path(cfg.model, load_problems(cfg.data.train), cfg.data.format())
+    out = tmp_path / "eval"
+    command = [sys.executable, "-m", "rust_grpo.cli", "eval", "--model", str(model), "--dataset", cfg.data.train]
+    command += ["--samples", "2", "--limit", "3", "--max-new-tokens", "224", "--repair-turns", "2", "--out", str(out)]
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "hidden-test pass@1 after turn 0" in proc.stdout
+    report = json.loads((out / "report.json").read_text())
+    per_turn = report["repair"]["per_turn"]
+    assert [t["turn"] for t in per_turn] == [0, 1] and report["meta"]["repair_turns"] == 2
+    assert per_turn[1]["pass@1"] >= per_turn[0]["pass@1"] and per_turn[0]["episodes_answering"] == 6
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 6
+    for r in records:
+        first = r["turns"][0]
+        assert (first["feedback"] is None) == (first["passed"] or len(r["turns"]) == 1)
+        assert len(r["turns"]) == (1 if first["passed"] else 2) and r["turns"][-1]["completion"]
+    assert per_turn[1]["episodes_answering"] == sum(len(r["turns"]) == 2 for r in records)
+    assert "After each turn" in (out / "report.md").read_text() and (out / "report.png").stat().st_size > 10_000
+    completions = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
+    assert all(c["completion"] == c["turns"][-1]["completion"] for c in completions)
+    bad = subprocess.run([*command[:-2], "--repair-turns", "0"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "--repair-turns: repair.max_turns must be 1 to 8" in bad.stderr
