@@ -218,14 +218,21 @@ def run_episodes(
     weights: dict[str, float],
     max_turns: int,
     max_feedback_chars: int = 1200,
+    lockstep: bool = False,
 ) -> list[Episode]:
     """Run one episode per row of ``columns`` (the job columns of ``data.job_columns``, plus ``id``):
     every turn's answers are graded together in one sandbox batch; failing episodes get feedback and
-    answer again, up to ``max_turns`` answers."""
+    answer again, up to ``max_turns`` answers. ``lockstep`` asks the policy for every turn even when
+    no episode is left (with an empty list): distributed generation is collective, so every process
+    must make the same calls."""
     n = len(next(iter(columns.values())))
     episodes = [Episode() for _ in range(n)]
     active = list(range(n))
     for turn in range(max_turns):
+        if not active:
+            if lockstep:
+                policy.answer([])
+            continue
         answers = policy.answer(active)
         subset = {name: [values[i] for i in active] for name, values in columns.items()}
         evaluations = context.evaluate(answers, subset)
@@ -238,6 +245,4 @@ def run_episodes(
                 policy.tell(i, message)
                 still.append(i)
         active = still
-        if not active:
-            break
     return episodes

@@ -67,8 +67,10 @@ class TokenPolicy:
         num_generations: int,
         eos_ids: list[int],
         chat_template_kwargs: dict[str, Any] | None = None,
+        lockstep: bool = False,
     ) -> None:
         self.tokenizer = tokenizer
+        self.lockstep = lockstep  # generate for every episode each turn (equal per-process counts), keep the asked
         self.prompt_ids = prompt_ids
         self.generate = generate
         self.num_generations = num_generations
@@ -80,11 +82,15 @@ class TokenPolicy:
         self._first = True
 
     def answer(self, episodes: list[int]) -> list[str]:
-        inputs = [self.prompt_ids[i] + self.completion_ids[i] for i in episodes]
+        asked = list(range(len(self.prompt_ids))) if self.lockstep else episodes
+        inputs = [self.prompt_ids[i] + self.completion_ids[i] for i in asked]
         # The first turn holds each prompt num_generations times (vLLM server mode samples a group at once);
         # later turns are all different conversations.
         ids, logprobs = self.generate(inputs, self.num_generations if self._first else 1)
         self._first = False
+        if self.lockstep:  # keep the episodes that asked; the others' continuations are dropped
+            ids = [ids[i] for i in episodes]
+            logprobs = None if logprobs is None else [logprobs[i] for i in episodes]
         texts = []
         for k, i in enumerate(episodes):
             self.completion_ids[i] += list(ids[k])
@@ -154,7 +160,11 @@ class RepairRollout:
             completion_ids, logprobs = trainer._generate_single_turn(ids, None, {}, n)  # TRL's HF or vLLM path
             return completion_ids, logprobs
 
-        policy = TokenPolicy(tokenizer, prompt_ids, generate, trainer.num_generations, trainer.eos_token_ids, kwargs)
+        # With several processes, vLLM generation gathers prompts across them: all must ask alike, every turn.
+        lockstep = trainer.accelerator.num_processes > 1
+        policy = TokenPolicy(
+            tokenizer, prompt_ids, generate, trainer.num_generations, trainer.eos_token_ids, kwargs, lockstep
+        )
         columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in rows] for name in JOB_COLUMNS}
         columns["id"] = [p.id for p in rows]
         episodes = run_episodes(
@@ -164,6 +174,7 @@ class RepairRollout:
             self.weights,
             self.settings.max_turns,
             self.settings.max_feedback_chars,
+            lockstep,
         )
         step = trainer.state.global_step
         self.recent.extend((step, p.id, e) for p, e in zip(rows, episodes))

@@ -177,3 +177,15 @@ def test_eval_with_repair_turns_reports_pass_at_1_after_each_turn(tmp_path):
     assert all(c["completion"] == c["turns"][-1]["completion"] for c in completions)
     bad = subprocess.run([*command[:-2], "--repair-turns", "0"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "--repair-turns: repair.max_turns must be 1 to 8" in bad.stderr
+
+
+def test_lockstep_generation_asks_for_every_episode_every_turn(grader, tokenizer):
+    """Several processes gather prompts for vLLM: each must generate alike, even with no episode left."""
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    generate, calls = scripted_generator(tokenizer, [COMPILE_ERROR, RIGHT, RIGHT], eos)
+    policy = TokenPolicy(tokenizer, [[1], [2]], generate, 2, [eos], lockstep=True)
+    columns = {**job_columns([PROBLEM] * 2), "id": ["add"] * 2}
+    episodes = run_episodes(policy, columns, RewardContext(grader), {}, max_turns=3, lockstep=True)
+    assert [len(inputs) for inputs, _ in calls] == [2, 2, 2]  # three turns asked for both episodes
+    assert [len(e.turns) for e in episodes] == [2, 2] and all(e.final.passed for e in episodes)
+    assert policy.masks[0].count(0) > 0 and len(policy.completion_ids[0]) == len(policy.masks[0])
