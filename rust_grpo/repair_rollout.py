@@ -184,7 +184,10 @@ class RepairRollout:
             "logprobs": policy.logprobs,
             "env_mask": policy.masks,
             "repair_final": [e.final.text for e in episodes],
-            "repair_bonus": [e.bonus(self.settings.improvement_bonus) for e in episodes],
+            # None when the sandbox could not grade the final answer: TRL then leaves it unscored, as every reward is None
+            "repair_bonus": [
+                None if e.final.evaluation.unknown else e.bonus(self.settings.improvement_bonus) for e in episodes
+            ],
             "repair_turns": [[(t.reward, t.passed) for t in e.turns] for e in episodes],
         }
 
@@ -204,7 +207,8 @@ class RepairBonus:
         if turns and callable(log):
             for name, value in turn_metrics(turns, self.max_turns).items():
                 log(name, value)
-        return [float(b) for b in columns.get("repair_bonus") or [0.0] * len(completions)]
+        bonus = columns.get("repair_bonus") or [0.0] * len(completions)
+        return [None if b is None else float(b) for b in bonus]
 
 
 def turn_metrics(turns: list[list[tuple[float | None, bool]]], max_turns: int) -> dict[str, float]:

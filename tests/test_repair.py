@@ -132,3 +132,14 @@ def test_repair_config_is_validated():
     ):
         with pytest.raises(ConfigError, match=match):
             load_config("tiny-cpu", [bad])
+
+
+def test_an_answer_the_sandbox_cannot_grade_ends_its_episode_unscored():
+    """A dead reward server: no feedback (nothing is known about the code), every reward None."""
+    from reward_sandbox import RemoteGrader
+
+    dead = RemoteGrader("http://127.0.0.1:9", retries=0, timeout_s=5.0)
+    policy, (episode,) = run(dead, [[COMPILE_ERROR, RIGHT]])
+    assert policy.told == [[]] and len(episode.turns) == 1
+    assert episode.final.evaluation.unknown and episode.final.reward is None
+    assert all(v is None for v in episode.final.rewards.values())

@@ -101,9 +101,9 @@ def test_turn_metrics_and_the_bonus_reward():
     assert m["repair/reward_turn1"] == pytest.approx(3.5) and m["repair/repaired"] == pytest.approx(1 / 3)
     logged = {}
     rewards = RepairBonus(2)(
-        [], ["a", "b", "c"], repair_bonus=[0.2, 0.0, 0.0], repair_turns=turns, log_metric=logged.__setitem__
+        [], ["a", "b", "c"], repair_bonus=[0.2, 0.0, None], repair_turns=turns, log_metric=logged.__setitem__
     )
-    assert rewards == [0.2, 0.0, 0.0] and logged["repair/turns"] == pytest.approx(5 / 3)
+    assert rewards == [0.2, 0.0, None] and logged["repair/turns"] == pytest.approx(5 / 3)
 
 
 @pytest.mark.slow
