@@ -249,7 +249,13 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
         )
         if own.ran and own.trusted and own.total == 0:
             own = SuiteReport()  # `#[test]` only in text the lexer could not see through, or all cfg'd off
-        tests = TestReport(hidden=hidden, own=own, output="\n".join(t for t in (hidden_text, own_text) if t))
+        own_output = own_text if own.ran else _error_lines(outcome, own_compiles, generated)
+        tests = TestReport(
+            hidden=hidden,
+            own=own,
+            output="\n".join(t for t in (hidden_text, own_text) if t),
+            own_output=own_output[-TAIL_BYTES:],
+        )
     else:  # nothing ran: the program itself does not build
         hidden, own = SuiteReport(expected=asm.hidden_expected), SuiteReport()
         tests = TestReport(hidden=hidden, own=own)
@@ -286,6 +292,16 @@ def classify(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, oom: b
         output_tail=tail,
         measures=measures,
     )
+
+
+def _error_lines(outcome: DriverOutcome, compile_names: list[str], skip_files: frozenset[str]) -> str:
+    """The errors of the last compile step that ran, located in the program's own files, one line each
+    (message, code, line; never the rendered snippets, which may quote other files)."""
+    ran = [outcome.steps[n] for n in compile_names if _ran(outcome, n) is not None]
+    if not ran:
+        return ""
+    errors = [d for d in parse_diagnostics(ran[-1].output, skip_files) if d.level == "error"]
+    return "\n".join(f"line {d.line}: error" + (f"[{d.code}]" if d.code else "") + f": {d.message}" for d in errors)
 
 
 def _first_message(diags: list[Diagnostic]) -> str:

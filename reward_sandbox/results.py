@@ -131,6 +131,10 @@ class TestReport:
     hidden: SuiteReport = field(default_factory=SuiteReport)
     own: SuiteReport = field(default_factory=SuiteReport)
     output: str = ""  # panic messages and crash notes, not kept in the JSON form (see Result.output_tail)
+    # What the program's own tests said, and only they (no hidden-test text can reach it): their panic
+    # messages, or when they do not compile, the compiler's errors in the program's own files as
+    # ``line N: error[CODE]: message``. Kept in the JSON form: repair feedback shows it to the model.
+    own_output: str = ""
 
     @property
     def ran(self) -> bool:
@@ -171,6 +175,8 @@ class TestReport:
         out.update(ok=self.ok, ran=self.ran, trusted=self.trusted, own=self.own.to_dict(), hidden=self.hidden.to_dict())
         out["failures"] = list(self.failures)
         out["passes"] = list(self.passes)
+        if self.own_output:
+            out["own_output"] = self.own_output
         if self.note:
             out["note"] = self.note
         return out
@@ -230,7 +236,11 @@ class Result:
             status=Status(data["status"]),
             build=BuildReport(data["build"]["ok"], data["build"]["errors"], diags(data["build"]["diagnostics"])),
             clippy=ClippyReport(data["clippy"]["ok"], data["clippy"]["warnings"], diags(data["clippy"]["diagnostics"])),
-            tests=TestReport(hidden=SuiteReport.from_dict(t["hidden"]), own=SuiteReport.from_dict(t["own"])),
+            tests=TestReport(
+                hidden=SuiteReport.from_dict(t["hidden"]),
+                own=SuiteReport.from_dict(t["own"]),
+                own_output=t.get("own_output", ""),
+            ),
             duration_s=data.get("duration_s", 0.0),
             isolation=data.get("isolation", "none"),
             backend=data.get("backend", "fast"),

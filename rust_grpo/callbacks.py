@@ -49,16 +49,22 @@ class MetricsJsonlCallback(TrainerCallback):
 class SamplesCallback(TrainerCallback):
     """Writes a few graded completions of every N-th step to ``samples.jsonl``, with their rewards."""
 
-    def __init__(self, path: Path, context: RewardContext, every: int = 1, per_step: int = 4) -> None:
+    def __init__(
+        self, path: Path, context: RewardContext, every: int = 1, per_step: int = 4, repair: Any = None
+    ) -> None:
         self.path = Path(path)
         self.context = context
         self.every = every
         self.per_step = per_step
+        self.repair = repair  # a RepairRollout: write whole episodes, every turn with its rewards and feedback
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         batches = list(self.context.graded)
         self.context.graded.clear()
         if not state.is_world_process_zero:  # under N ranks the main one writes its own samples
+            return
+        if self.repair is not None:
+            self._write_episodes()
             return
         if not self.every or not batches or batches[0].step % self.every:
             return
@@ -78,6 +84,25 @@ class SamplesCallback(TrainerCallback):
                     }
                     fh.write(json.dumps(record) + "\n")
                     written += 1
+
+    def _write_episodes(self) -> None:
+        episodes = list(self.repair.recent)
+        self.repair.recent.clear()
+        if not self.every or not episodes or episodes[0][0] % self.every:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            for step, sample_id, episode in episodes[: self.per_step]:
+                final = episode.final.to_dict()
+                record = {
+                    "step": step,
+                    "id": sample_id,
+                    "completion": final["completion"],
+                    "status": final["status"],
+                    "rewards": final["rewards"],
+                    "turns": episode.to_dicts(),
+                }
+                fh.write(json.dumps(record) + "\n")
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

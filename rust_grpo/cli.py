@@ -113,6 +113,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .data import load_problems
     from .evaluate import SamplingSettings, generate, write_completions
 
+    if args.repair_turns != 1:  # multi-turn repair episodes: pass rates after each turn
+        from .repair_eval import eval_with_repair
+
+        return eval_with_repair(args)
+
     problems = load_problems(args.dataset, max_rows=args.limit)
     fmt = run_config(args.config).data.format() if args.config else None
     settings = SamplingSettings(
@@ -302,6 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=0, help="first N problems only")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--out", default="runs/eval", help="where completions.jsonl and the report go")
+    p.add_argument(
+        "--repair-turns",
+        type=int,
+        default=1,
+        metavar="N",
+        help="answers per sample: failing answers get the sandbox's feedback and answer again, up to N "
+        "(1 = single shot); the report gives pass@1 after each turn",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar while grading")
     _sandbox_options(p)
     p.set_defaults(func=cmd_eval)

@@ -235,6 +235,30 @@ class VllmConfig:
 
 
 @dataclass
+class RepairConfig:
+    enabled: bool = _f(
+        False, "Multi-turn repair episodes: a failing answer gets the sandbox's feedback and answers again."
+    )
+    max_turns: int = _f(2, "Answers per episode, the first included (2 = one repair after the first answer).")
+    improvement_bonus: float = _f(
+        0.0,
+        "Added to the reward of an episode whose first answer fails and whose final answer passes. It also pays a "
+        "deliberately wrong first answer, so keep it small (0 = the final answer's reward alone, as in RLEF).",
+    )
+    max_feedback_chars: int = _f(1200, "Longest feedback message shown to the model (compiler errors, failing tests).")
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_turns <= 8:
+            raise ConfigError(f"repair.max_turns must be 1 to 8 (answers per episode), got {self.max_turns}")
+        if self.improvement_bonus < 0:
+            raise ConfigError(f"repair.improvement_bonus must be >= 0, got {self.improvement_bonus}")
+        if self.max_feedback_chars < 200:
+            raise ConfigError(
+                f"repair.max_feedback_chars must be at least 200 (room for one compiler error), got {self.max_feedback_chars}"
+            )
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     lora: LoraSettings = field(default_factory=LoraSettings)
@@ -242,6 +266,7 @@ class RunConfig:
     reward: RewardConfig = field(default_factory=RewardConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     vllm: VllmConfig = field(default_factory=VllmConfig)
+    repair: RepairConfig = field(default_factory=RepairConfig)
     trl: dict[str, Any] = field(default_factory=dict)  # any other GRPOConfig field, passed through as is
 
     def to_dict(self) -> dict[str, Any]:

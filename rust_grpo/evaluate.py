@@ -31,18 +31,11 @@ def _batches(items: list[Problem], size: int) -> Iterator[list[Problem]]:
         yield items[i : i + size]
 
 
-def generate_hf(
-    model_path: str,
-    problems: list[Problem],
-    s: SamplingSettings,
-    fmt: AnswerFormat = THINK,
-    adapter: str | None = None,
-) -> list[Completion]:
+def load_hf(model_path: str, adapter: str | None = None) -> tuple[Any, Any, str]:
+    """The model (with its LoRA adapter, if any) in eval mode, its tokenizer (left padding) and device."""
     import torch
-    from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(s.seed)
     tokenizer = AutoTokenizer.from_pretrained(adapter or model_path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -54,6 +47,21 @@ def generate_hf(
 
         model = PeftModel.from_pretrained(model, adapter)
     model.eval()
+    return model, tokenizer, device
+
+
+def generate_hf(
+    model_path: str,
+    problems: list[Problem],
+    s: SamplingSettings,
+    fmt: AnswerFormat = THINK,
+    adapter: str | None = None,
+) -> list[Completion]:
+    import torch
+    from tqdm import tqdm
+
+    torch.manual_seed(s.seed)
+    model, tokenizer, device = load_hf(model_path, adapter)
     out: list[Completion] = []
     for batch in tqdm(list(_batches(problems, s.batch_problems)), desc="generating", unit="batch"):
         texts = [

@@ -44,6 +44,7 @@ def markdown(summary: dict[str, Any], title: str) -> str:
     for key, value in summary["hidden"].items():
         lines.append(f"| hidden tests {key} | {_pct(value)} |")
     lines += ["", "Statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())), ""]
+    lines += _repair_lines(summary.get("repair"))
     lines += ["| problem | samples | build | clippy | own tests | hidden pass |", "|---|---|---|---|---|---|"]
     for pid, row in summary["per_problem"].items():
         lines.append(
@@ -52,13 +53,40 @@ def markdown(summary: dict[str, Any], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _repair_lines(repair: dict[str, Any] | None) -> list[str]:
+    """The per-turn table of ``eval --repair-turns`` (turn 0 = single shot); the rates above are final answers'."""
+    if not repair:
+        return []
+    lines = [
+        f"Repair episodes of up to {repair['max_turns']} answers; the rates above are the final answers'. After each turn:",
+        "",
+        "| turn | hidden pass@1 | builds | episodes answering |",
+        "|---|---|---|---|",
+    ]
+    for t in repair["per_turn"]:
+        lines.append(f"| {t['turn']} | {_pct(t['pass@1'])} | {_pct(t['build_rate'])} | {t['episodes_answering']} |")
+    return [*lines, ""]
+
+
 def plot_summary(summary: dict[str, Any], path: Path, title: str) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    repair = summary.get("repair")
+    fig, axes = plt.subplots(1, 3 if repair else 2, figsize=(18 if repair else 12, 4.5))
+    left, right = axes[0], axes[1]
+    if repair:
+        turns = [t["turn"] for t in repair["per_turn"]]
+        axes[2].plot(turns, [100 * t["pass@1"] for t in repair["per_turn"]], marker="o", label="hidden pass@1")
+        axes[2].plot(turns, [100 * t["build_rate"] for t in repair["per_turn"]], marker="s", label="builds")
+        axes[2].set_xticks(turns)
+        axes[2].set_ylim(0, 100)
+        axes[2].set_xlabel("turn (0 = single shot)")
+        axes[2].set_ylabel("%")
+        axes[2].set_title("After each repair turn")
+        axes[2].legend()
     labels = list(RATE_LABELS.values()) + [f"hidden {k}" for k in summary["hidden"]]
     values = [summary["rates"][k] for k in RATE_LABELS] + list(summary["hidden"].values())
     left.barh(labels, [100 * v for v in values], color="#4c72b0")

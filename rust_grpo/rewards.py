@@ -360,7 +360,8 @@ class RewardFunction:
     def __call__(
         self, prompts: list[Any], completions: list[Any], completion_ids: list[Any] | None = None, **columns: Any
     ) -> list[float | None]:
-        evaluations = self.context.evaluate(completions, columns)
+        # With repair episodes (repair_rollout.py) the completion holds every turn; the reward is the final answer's.
+        evaluations = self.context.evaluate(columns.get("repair_final") or completions, columns)
         if self.log_rates and callable(columns.get("log_metric")):
             for name, value in batch_metrics(evaluations).items():
                 columns["log_metric"](name, value)

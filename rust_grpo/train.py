@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,9 +158,17 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     context = RewardContext(
         grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
     )
+    funcs: list[Any]
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
     if reward_funcs is not None:  # benchmarks swap in their own objective
         funcs, weights = reward_funcs, [1.0] * len(reward_funcs)
+    repair = None
+    if cfg.repair.enabled:  # multi-turn repair episodes through TRL's rollout_func (repair_rollout.py)
+        from .repair_rollout import RepairBonus, RepairRollout
+
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL: said in our docs
+        repair = RepairRollout(context, problems, [row["prompt"] for row in dataset], cfg.reward.weights, cfg.repair)
+        funcs, weights = [*funcs, RepairBonus(cfg.repair.max_turns)], [*weights, 1.0]
     from .trainer import RustGRPOTrainer
 
     trainer = RustGRPOTrainer(
@@ -172,8 +181,11 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         peft_config=peft_config(cfg.lora),
         callbacks=[
             MetricsJsonlCallback(out / "metrics.jsonl", context),
-            SamplesCallback(out / "samples.jsonl", context, cfg.train.samples_every, cfg.train.samples_per_step),
+            SamplesCallback(
+                out / "samples.jsonl", context, cfg.train.samples_every, cfg.train.samples_per_step, repair
+            ),
         ],
+        rollout_func=repair,
     )
     return trainer, context
 
