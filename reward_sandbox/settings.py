@@ -48,6 +48,10 @@ class Settings:
     )
     backend: str = _f(FAST, "fast (clippy-driver + test binary, no cargo) or cargo (real cargo build/clippy/test)")
     workers: int = _f(0, "parallel jobs (0 = all cores)")
+    batch: bool = _f(
+        True,
+        "grade jobs that share tests and settings in one compiler run (same verdicts as alone; bubblewrap + fast only)",
+    )
     limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
     cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
     server_urls: tuple[str, ...] = _f((), "grade on these `reward-sandbox serve` URLs instead of a local pool")
@@ -62,6 +66,8 @@ class Settings:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
             raise ValueError(f"workers must be 0 (all cores) or a positive integer, got {self.workers!r}")
+        if not isinstance(self.batch, bool):
+            raise ValueError(f"batch must be true or false, got {self.batch!r}")
         if not isinstance(self.limits, Limits):
             raise ValueError("limits must be a Limits")
         if self.limits.run_cpu_s > MAX_TIMEOUT_S:
@@ -88,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, local_only: bool = False) 
     parser.add_argument("--workers", "-j", type=int, default=0, help=helps["workers"])
     parser.add_argument("--isolation", choices=ISOLATION_CHOICES, default="auto", help=helps["isolation"])
     parser.add_argument("--backend", choices=BACKENDS, default=FAST, help=helps["backend"])
+    parser.add_argument(
+        "--no-batch", action="store_true", help="grade every job alone (batching: " + helps["batch"] + ")"
+    )
     parser.add_argument("--limits", default=None, help="JSON object overriding limits, e.g. '{\"run_cpu_s\": 5}'")
     parser.add_argument("--cache-dir", default=None, help=helps["cache_dir"] + " (default: ~/.cache/reward-sandbox)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
@@ -107,6 +116,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         isolation=args.isolation,
         backend=args.backend,
         workers=args.workers or 0,
+        batch=not getattr(args, "no_batch", False),
         limits=limits,
         cache_dir=cache_dir,
         server_urls=tuple(getattr(args, "server", ()) or ()),
@@ -134,4 +144,5 @@ def open_grader(settings: Settings) -> GraderLike:
         backend=settings.backend,
         limits=settings.limits,
         cache=cache,
+        batch=settings.batch,
     )
