@@ -35,7 +35,9 @@ def verdict(r):  # type: ignore[no-untyped-def]
 
     build = (r.build.ok, r.build.errors, tuple((d.code, d.message, d.line, d.file) for d in r.build.diagnostics))
     lints = (r.clippy.ok, r.clippy.warnings, tuple((d.code, d.message, d.line, d.file) for d in r.clippy.diagnostics))
-    return (r.status.value, _TAG.sub("TAG", r.reason), build, lints, suite(r.tests.hidden), suite(r.tests.own))
+    # which limit a loop hits first (CPU or wall clock) depends on the machine's load, not on batching
+    reason = "" if r.status.value == "timeout" else _TAG.sub("TAG", r.reason)
+    return (r.status.value, reason, build, lints, suite(r.tests.hidden), suite(r.tests.own))
 
 
 @pytest.fixture(scope="module")
