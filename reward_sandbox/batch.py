@@ -219,11 +219,11 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
         steps = [
             compile_step("testc", build, limits),
             run_step("list", [sealed, "--list"], runs, when="ok:testc", cwd=src),
-            run_step("run_hidden", [sealed, crate.marker, *libtest_args(job)], runs, when="ok:testc", cwd=src),
+            run_step("run_hidden", [sealed, crate.filter, *libtest_args(job)], runs, when="ok:testc", cwd=src),
         ]
         has_own = any(m.asm.has_own_tests for m in crate.members)
         if has_own:
-            own_argv = [sealed, "--skip", crate.marker, *libtest_args(job)]
+            own_argv = [sealed, "--skip", crate.filter, *libtest_args(job)]
             steps.append(run_step("run_own", own_argv, runs, when="ok:testc", cwd=src))
         nonce_paths = [m.asm.nonce_path for m in crate.members]
         script = driver_script(steps, layout, slot.uid, [], nonce_paths, [(f"{work}/test_bin", sealed)])

@@ -13,8 +13,10 @@ the gates on both sides of its stretch passed: before it nothing of its neighbou
 after it nothing of its own did. A baseline test that sorts first records the fresh state; a last
 gate, under a name only the binary knows, closes the run.
 
-Every hidden module carries the batch's secret marker, so one filter selects the hidden run and
-``--skip`` of it the own run, without naming any program's tag on the command line.
+Every hidden module ends in the batch's secret marker ``_rg{secret}_hidden``, so one filter,
+``rg{secret}_hidden::``, selects the hidden run and ``--skip`` of it the own run, without naming any
+program's tag on the command line; the filter has the shape and length of a single run's own
+(``{tag}_hidden::``), so a program's command line looks as it does alone.
 """
 
 from __future__ import annotations
@@ -144,8 +146,18 @@ class BatchCrate:
     files: dict[str, str]  # relative to the sources directory
     root: str  # the crate root's file name
     members: tuple[Member, ...]  # sorted by tag: the order their tests run in
-    marker: str  # in every hidden-run test name, in no own-run test name
+    secret: str
     final: str  # the last gate's module (hidden run: + marker)
+
+    @property
+    def marker(self) -> str:
+        """Ends every module of the hidden run (the programs' hidden tests, its gates)."""
+        return f"_rg{self.secret}_hidden"
+
+    @property
+    def filter(self) -> str:
+        """In every hidden-run test name, in no own-run test name."""
+        return f"rg{self.secret}_hidden::"
 
     def gate(self, index: int, hidden: bool) -> str:
         """The gate just before member ``index`` (``len(members)``: the last gate)."""
@@ -153,7 +165,7 @@ class BatchCrate:
         return f"{name}{self.marker if hidden else ''}::gate"
 
     def base(self, hidden: bool) -> str:
-        return f"a{self.marker if hidden else self.marker[1:]}::base"
+        return f"a{self.marker if hidden else self.secret}::base"
 
 
 def _test_module(name: str, gates: str, call: str) -> str:
@@ -163,7 +175,7 @@ def _test_module(name: str, gates: str, call: str) -> str:
 def build_batch(jobs: list[Job], work_dir: str) -> BatchCrate:
     """The batch's files: each program as alone, under its tag, plus the root and the gates."""
     secret = secrets.token_hex(8)
-    marker = f"h{secret}"
+    marker = f"_rg{secret}_hidden"
     hidden_tail = secrets.token_hex(8)
     gates, final = f"rg{hidden_tail}_gates", f"zzzz{hidden_tail}"
     members = sorted((Member(job, assemble(job, work_dir, marker=marker)) for job in jobs), key=lambda m: m.tag)
@@ -182,4 +194,4 @@ def build_batch(jobs: list[Job], work_dir: str) -> BatchCrate:
         ]
     lines += [_test_module(f"{final}{marker}", gates, "gate"), _test_module(final, gates, "gate")]
     files[root] = "".join(lines)
-    return BatchCrate(files=files, root=root, members=tuple(members), marker=marker, final=final)
+    return BatchCrate(files=files, root=root, members=tuple(members), secret=secret, final=final)

@@ -82,6 +82,12 @@ def alone_reason(job: Job) -> str | None:
         return f"uses `{refused.group(0)}`"
     if _super_escapes(code):
         return "a super path above the program's file"
+    try:  # the hidden tests move into a module of the program's module: the same paths must hold there
+        tests = code_only(job.tests)
+    except LexError:
+        return "the tests do not lex"
+    if _CRATE.search(_PUB_CRATE.sub("", tests)) or _REFUSED.search(tests) or _INNER_ATTR.search(tests):
+        return "the tests use a crate path, an inner attribute or a construct that differs in a batch"
     return None
 
 

@@ -138,7 +138,7 @@ def _stretch(run: _Run, crate: BatchCrate, index: int, names: list[str], hidden:
 
 def split_run(output: bytes, crate: BatchCrate, listed: list[str], hidden: bool) -> dict[str, Stretch]:
     """Each member's stretch of one run (the hidden run, or the own run), by tag."""
-    names = [n for n in listed if (crate.marker in n) == hidden]
+    names = [n for n in listed if (crate.filter in n) == hidden]
     try:
         run = _read(output, crate.members)
     except UnreadableOutput:

@@ -184,6 +184,11 @@ ATTACKS = {
     "panic-hook": _add_with('std::panic::set_hook(Box::new(|_| println!("{{\\"type\\":\\"test\\"}}")));'),
     "leaked-memory": _add_with("if a == 2 { std::mem::forget(vec![1u8; 200 << 20]); }"),
     "leaked-fd": _add_with('std::mem::forget(std::fs::File::open("/proc/self/status"));'),
+    # not an attack: a program that looks at its command line sees a filter shaped like its own
+    "argv": _add_with(
+        "let f = std::env::args().nth(1).unwrap_or_default();\n    "
+        'if f.len() != 27 || !f.starts_with("rg") || !f.ends_with("_hidden::") { return 0; }'
+    ),
 }
 
 
@@ -213,6 +218,8 @@ def _group(attack: str) -> list[dict]:  # type: ignore[type-arg]
 def test_attacks_inside_a_batch_change_no_verdict(batched, single, attack):
     jobs = _group(attack)
     results = compare(jobs, batched, single)
+    if attack == "argv":
+        assert results[-1].status.value == "ok" and was_batched(results[-1])
     assert [r.status.value for r in results[:-1]] == ["ok", "ok", "test_failure", "ok", "ok", "ok", "ok"]
 
 
