@@ -1,4 +1,7 @@
-"""Grade many jobs at once: validate, dedupe, consult the cache, fan out over all cores, keep order."""
+"""Grade many jobs at once: validate, dedupe, consult the cache, fan out over all cores, keep order.
+
+Jobs that share their tests and settings go to one worker together as a batch (``batch.py``);
+whatever a batch cannot vouch for comes back and is graded alone, on any worker."""
 
 from __future__ import annotations
 
