@@ -268,9 +268,15 @@ def _judge(
     if lints is None or listing.status != 0:
         return got
     listed = listed_tests(listing.output)
-    hidden = split_run(outcome.steps["run_hidden"].output, crate, listed, hidden=True)
+    hidden_run = split_run(outcome.steps["run_hidden"].output, crate, listed, hidden=True)
+    hidden = hidden_run.stretches
     own_step = outcome.steps.get("run_own")
-    own = split_run(own_step.output, crate, listed, hidden=False) if own_step is not None else {}
+    own: dict[str, Stretch] = {}
+    if own_step is not None:
+        own_run = split_run(own_step.output, crate, listed, hidden=False)
+        # a file some program left in the hidden run would be there for every program's own tests
+        if own_run.files and own_run.files == hidden_run.files:
+            own = own_run.stretches
     measures = {name: s.measures() for name, s in outcome.steps.items() if s.started}
     for i, member in enumerate(crate.members):
         mine_hidden, mine_own = hidden[member.tag], own.get(member.tag)

@@ -136,14 +136,23 @@ def _stretch(run: _Run, crate: BatchCrate, index: int, names: list[str], hidden:
     return Stretch(True, output=output, exit_code=101 if counts["failed"] else 0)
 
 
-def split_run(output: bytes, crate: BatchCrate, listed: list[str], hidden: bool) -> dict[str, Stretch]:
-    """Each member's stretch of one run (the hidden run, or the own run), by tag."""
+@dataclass(frozen=True)
+class SplitRun:
+    stretches: dict[str, Stretch]  # by member tag
+    files: str = ""  # the baseline's digest of the files it saw ("" when it is not to be had)
+
+
+def split_run(output: bytes, crate: BatchCrate, listed: list[str], hidden: bool) -> SplitRun:
+    """Each member's stretch of one run (the hidden run, or the own run), and the baseline's files."""
     names = [n for n in listed if (crate.filter in n) == hidden]
     try:
         run = _read(output, crate.members)
     except UnreadableOutput:
-        return {m.tag: Stretch(False, "unreadable output") for m in crate.members}
+        return SplitRun({m.tag: Stretch(False, "unreadable output") for m in crate.members})
     base = _passed_once(run, crate.base(hidden))
     if base is None:
-        return {m.tag: Stretch(False, "the baseline test failed or did not run") for m in crate.members}
-    return {m.tag: _stretch(run, crate, i, names, hidden, base) for i, m in enumerate(crate.members)}
+        return SplitRun({m.tag: Stretch(False, "the baseline test failed or did not run") for m in crate.members})
+    # printed before any program's code ran: no program can have written this line
+    digests = [line.strip() for line in run.lines[base.first : base.result_at] if line.startswith("RG_BASE_")]
+    stretches = {m.tag: _stretch(run, crate, i, names, hidden, base) for i, m in enumerate(crate.members)}
+    return SplitRun(stretches, digests[0] if len(digests) == 1 else "")
