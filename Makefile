@@ -31,6 +31,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sandbox.py
+	$(PY) benchmarks/bench_batched.py
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_exercism.py
 	$(PY) benchmarks/bench_server.py

@@ -52,7 +52,7 @@ class Plan:
     seals: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _compile_step(
+def compile_step(
     name: str, argv: list[str], limits: Limits, when: str = "always", env: dict[str, str] | None = None
 ) -> Step:
     return Step(
@@ -72,7 +72,7 @@ def _compile_step(
     )
 
 
-def _run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
+def run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
     """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`; argv[0] is a
     sealed binary (see ``Plan.seals``)."""
     return Step(
@@ -99,19 +99,28 @@ def libtest_args(job: Job) -> list[str]:
     return args + (["--include-ignored"] if job.include_ignored else [])
 
 
-def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
-    clippy = f"{layout.toolchain}/bin/clippy-driver"
-    rustc = f"{layout.toolchain}/bin/rustc"
-    src, work = layout.src, layout.work
-    codegen = ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
-    common = [
+def codegen_flags(job: Job) -> list[str]:
+    return ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
+
+
+def compile_flags(job: Job) -> list[str]:
+    """The flags every compilation of the job's program gets (a batch's too)."""
+    return [
         "--edition",
         job.edition,
         "--crate-name",
         job.crate_name,
-        *codegen,
+        *codegen_flags(job),
         *([] if job.allow_unsafe else NO_UNSAFE),
     ]
+
+
+def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
+    clippy = f"{layout.toolchain}/bin/clippy-driver"
+    rustc = f"{layout.toolchain}/bin/rustc"
+    src, work = layout.src, layout.work
+    codegen = codegen_flags(job)
+    common = compile_flags(job)
     check = [
         clippy,
         *common,
@@ -143,29 +152,29 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             f"{work}/test_bin",
         ]
         steps = [
-            _compile_step("lib", lib, limits),
-            _compile_step("testc", test_crate, limits, when="ok:lib"),
+            compile_step("lib", lib, limits),
+            compile_step("testc", test_crate, limits, when="ok:lib"),
         ]
         own_compile = run_own = None
         if asm.has_own_tests:
             own = [rustc, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/own_bin"]
-            steps.append(_compile_step("ownc", own, limits, when="ok:lib"))
+            steps.append(compile_step("ownc", own, limits, when="ok:lib"))
             own_compile = "ownc"
         sealed = f"{work}/{SEALED_DIR}"
-        steps.append(_run_step("run_hidden", [f"{sealed}/test_bin", *tests], limits, when="ok:testc", cwd=src))
+        steps.append(run_step("run_hidden", [f"{sealed}/test_bin", *tests], limits, when="ok:testc", cwd=src))
         seals = [(f"{work}/test_bin", f"{sealed}/test_bin")]
         if asm.has_own_tests:
-            steps.append(_run_step("run_own", [f"{sealed}/own_bin", *tests], limits, when="ok:ownc", cwd=src))
+            steps.append(run_step("run_own", [f"{sealed}/own_bin", *tests], limits, when="ok:ownc", cwd=src))
             seals.append((f"{work}/own_bin", f"{sealed}/own_bin"))
             run_own = "run_own"
         return Plan(steps, ["lib"], ["lib"], ["testc"], own_compile, "run_hidden", run_own, seals=seals)
     has_hidden = asm.hidden_root is not None
     if not has_hidden and not asm.has_own_tests:
-        return Plan([_compile_step("check", check, limits)], ["check"], ["check"], [], None, None, None)
+        return Plan([compile_step("check", check, limits)], ["check"], ["check"], [], None, None, None)
     test_build = [clippy, "--test", *common, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
-        _compile_step("testc", test_build, limits),
-        _compile_step("check", check, limits, when="failed:testc"),
+        compile_step("testc", test_build, limits),
+        compile_step("check", check, limits, when="failed:testc"),
     ]
     hidden_compile = ["testc"] if has_hidden else []
     if has_hidden:
@@ -177,10 +186,10 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             "-o",
             f"{work}/test_bin",
         ]
-        steps.append(_compile_step("hiddenc", hidden_only, limits, when="failed:testc&ok:check"))
+        steps.append(compile_step("hiddenc", hidden_only, limits, when="failed:testc&ok:check"))
         hidden_compile.append("hiddenc")
         steps.append(
-            _run_step(
+            run_step(
                 "run_hidden",
                 [f"{work}/{SEALED_DIR}/test_bin", f"{asm.hidden_module}::", *tests],
                 limits,
@@ -192,7 +201,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     if asm.has_own_tests:
         own_args = ["--skip", f"{asm.hidden_module}::"] if has_hidden else []
         run_own_argv = [f"{work}/{SEALED_DIR}/test_bin", *own_args, *tests]
-        steps.append(_run_step("run_own", run_own_argv, limits, when="ok:testc", cwd=src))
+        steps.append(run_step("run_own", run_own_argv, limits, when="ok:testc", cwd=src))
         run_own = "run_own"
     return Plan(
         steps,
@@ -239,7 +248,7 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     }
 
     def cargo_step(name: str, args: list[str], when: str = "always") -> Step:
-        return _compile_step(name, [cargo, *args], limits, when, env=env)
+        return compile_step(name, [cargo, *args], limits, when, env=env)
 
     seals: list[tuple[str, str]] = []
 
@@ -247,10 +256,10 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         sealed = f"{layout.work}/{SEALED_DIR}/{binary}"
         if (f"{layout.work}/proj/target/debug/deps/{binary}-*", sealed) not in seals:
             seals.append((f"{layout.work}/proj/target/debug/deps/{binary}-*", sealed))
-        return _run_step(name, [sealed, *extra, *libtest_args(job)], limits, when, cwd=f"{layout.work}/proj")
+        return run_step(name, [sealed, *extra, *libtest_args(job)], limits, when, cwd=f"{layout.work}/proj")
 
     steps = [
-        _compile_step("copy", ["cp", "-r", f"{layout.src}/proj", "."], limits),
+        compile_step("copy", ["cp", "-r", f"{layout.src}/proj", "."], limits),
         cargo_step("build", ["build", *manifest], when="ok:copy"),
         cargo_step("clippy", ["clippy", *manifest, "--all-targets", "--", *FORCED_LINTS], when="ok:copy"),
     ]

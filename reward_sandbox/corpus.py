@@ -57,3 +57,22 @@ def corpus(n: int, seed: int = 0) -> list[dict[str, Any]]:
 
 
 EXPECTED_STATUS = {"correct": "ok", "failing": "test_failure", "compile_error": "compile_error", "clippy_warning": "ok"}
+
+
+def grouped(groups: int, size: int = 8, seed: int = 0) -> list[dict[str, Any]]:
+    """GRPO-shaped jobs: ``groups`` prompts of ``size`` completions each. A group shares its hidden
+    tests; its completions cycle through the four kinds (so G=8 holds a quarter of each) and each
+    carries its own tests and a unique comment, so no two are alike."""
+    jobs = []
+    for g in range(groups):
+        template = _TEMPLATES[g % len(_TEMPLATES)]
+        k = 3 + seed * 100_003 + g
+        tests = "#[test]\nfn hidden() {{\n    {t}\n}}\n".format(t=template["test"].format(k=k, m=k % 7 + 1))
+        for j in range(size):
+            kind = KINDS[j % len(KINDS)]
+            body = {"correct": "fn", "failing": "bad", "compile_error": "broken", "clippy_warning": "lint"}[kind]
+            source = f"// completion {j} of prompt {g}\n" + template[body].format(k=k, m=k % 7 + 1)
+            own = "\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn works() {{\n        {t}\n    }}\n}}\n"
+            source += own.format(t=template["test"].format(k=k, m=k % 7 + 1))
+            jobs.append({"id": f"g{g}-{kind}-{j}", "kind": kind, "source": source, "tests": tests})
+    return jobs

@@ -1,4 +1,7 @@
-"""Grade many jobs at once: validate, dedupe, consult the cache, fan out over all cores, keep order."""
+"""Grade many jobs at once: validate, dedupe, consult the cache, fan out over all cores, keep order.
+
+Jobs that share their tests and settings go to one worker together as a batch (``batch.py``);
+whatever a batch cannot vouch for comes back and is graded alone, on any worker."""
 
 from __future__ import annotations
 
@@ -6,15 +9,17 @@ import logging
 import os
 import queue
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
 from .backends import BACKENDS, FAST
+from .batch import BatchOutcome, grade_batch
+from .batching import MAX_BATCH, alone_reason, batch_key
 from .cache import ResultCache, job_key
 from .cgroups import SlotMemory, cgroup_problem
 from .grader import Slot, grade_job
-from .isolation import choose_level
+from .isolation import BWRAP, choose_level
 from .jobs import InvalidJob, Job
 from .limits import Limits
 from .results import Result, invalid_result
@@ -51,6 +56,7 @@ class Grader:
         backend: str = FAST,
         limits: Limits | None = None,
         cache: ResultCache | None = None,
+        batch: bool = True,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -61,6 +67,8 @@ class Grader:
         self.limits = limits or Limits()
         self.workers = max(1, workers or default_workers())
         self.cache = cache if cache is not None else ResultCache()
+        # jobs sharing tests and settings share one compiler run (fast backend, bubblewrap only)
+        self.batch = batch and backend == FAST and self.level == BWRAP
         self.memory_scope = "job"
         no_cgroups = cgroup_problem()
         if no_cgroups:
@@ -113,6 +121,32 @@ class Grader:
         finally:
             self._slots.put(slot)
 
+    def _grade_batch(self, jobs: list[Job]) -> BatchOutcome:
+        slot = self._slots.get()
+        try:
+            return grade_batch(jobs, toolchain=self.toolchain, isolation=self.isolation, limits=self.limits, slot=slot)
+        finally:
+            self._slots.put(slot)
+
+    def _units(self, jobs: dict[str, Job]) -> list[list[str]]:
+        """Keys to grade together (batches of 2 or more), then keys to grade alone."""
+        if not self.batch:
+            return [[key] for key in jobs]
+        groups: dict[tuple[object, ...], list[str]] = {}
+        alone: list[list[str]] = []
+        for key, job in jobs.items():
+            if alone_reason(job) is None:
+                groups.setdefault(batch_key(job), []).append(key)
+            else:
+                alone.append([key])
+        batches: list[list[str]] = []
+        for keys in groups.values():
+            count = -(-len(keys) // MAX_BATCH)  # even chunks of at most MAX_BATCH
+            chunks = [keys[i::count] for i in range(count)]
+            batches += [c for c in chunks if len(c) > 1]
+            alone += [c for c in chunks if len(c) == 1]
+        return batches + alone
+
     def grade(
         self, items: Sequence[Job | dict[str, Any] | InvalidJob], on_result: Callable[[int, Result], None] | None = None
     ) -> list[Result]:
@@ -143,15 +177,35 @@ class Grader:
                 continue
             pending.setdefault(key, []).append(index)
             jobs.setdefault(key, job)
-        futures = {self._executor.submit(self._grade_one, jobs[key]): key for key in pending}
-        for future in as_completed(futures):
-            key = futures[future]
-            result = future.result()
+        futures: dict[Future[Any], list[str]] = {}
+
+        def submit(keys: list[str]) -> None:
+            if len(keys) == 1:
+                futures[self._executor.submit(self._grade_one, jobs[keys[0]])] = keys
+            else:
+                futures[self._executor.submit(self._grade_batch, [jobs[k] for k in keys])] = keys
+
+        def deliver(key: str, result: Result) -> None:
             self.cache.put(key, result)
             for n, index in enumerate(pending[key]):
                 results[index] = replace(result, id=ids[index], cached=n > 0)
                 if on_result:
                     on_result(index, results[index])  # type: ignore[arg-type]
+
+        for unit in self._units(jobs):
+            submit(unit)
+        while futures:
+            done, _ = wait(futures, return_when=FIRST_COMPLETED)
+            for future in done:
+                keys = futures.pop(future)
+                got = future.result()
+                if isinstance(got, Result):
+                    deliver(keys[0], got)
+                    continue
+                for k, result in got.results.items():
+                    deliver(keys[k], result)
+                for k in got.alone:
+                    submit([keys[k]])
         return [r for r in results if r is not None]
 
 

@@ -125,7 +125,7 @@ def driver_script(
     layout: Layout,
     uid: int | None,
     uid_secrets: list[str],
-    nonce_path: str,
+    nonce_path: str | Sequence[str],
     seals: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A bash script that runs the steps and reports on the control fd.
@@ -136,7 +136,10 @@ def driver_script(
     writes the nonce it reads from the host's pipe to ``nonce_path`` (root-owned file, unlisted
     directory), where the sentinel test finds it by a name only the exec-only binary holds, and
     seals each test binary (``seals``: a path or glob, and where it goes) with ``rg-run seal``.
+    A batch has one nonce per program: ``nonce_path`` is then a list (one directory), read in order
+    from the host's pipe, one line each.
     """
+    nonce_paths = [nonce_path] if isinstance(nonce_path, str) else list(nonce_path)
     lines = ["exec 0</dev/null", "umask 022", f"cd {shlex.quote(layout.work)} || exit 90"]
     kinds = [step.kind for step in steps]
     if "run" in kinds and "compile" in kinds[kinds.index("run") :]:
@@ -148,11 +151,13 @@ def driver_script(
         if step.kind == "run" and not scrubbed:  # unconditionally, whichever run step comes first
             scrubbed = True
             lines.append(f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92")
-            nonce_dir = os.path.dirname(nonce_path)
-            lines.append(
-                f"read -r _nonce <&{NONCE_FD} && mkdir -m 0711 {shlex.quote(nonce_dir)} && "
-                f"printf '%s\\n' \"$_nonce\" > {shlex.quote(nonce_path)} || exit 94; unset _nonce"
-            )
+            nonce_dir = os.path.dirname(nonce_paths[0])
+            lines.append(f"mkdir -m 0711 {shlex.quote(nonce_dir)} || exit 94")
+            for path in nonce_paths:
+                lines.append(
+                    f"read -r _nonce <&{NONCE_FD} && printf '%s\\n' \"$_nonce\" > {shlex.quote(path)} || exit 94"
+                )
+            lines.append("unset _nonce")
             if uid_secrets:
                 scrub = Step("scrub", [], "compile", 30, 10, 256, 8, 1, 64, 64, 0)
                 lines.append(_runner_call(layout, scrub, uid, ["rm", "-rf", "--", *uid_secrets]) + " >/dev/null 2>&1")

@@ -50,6 +50,10 @@ class Settings:
     workers: int = _f(
         0, "parallel jobs (0 = all cores, divided among the ranks of a multi-process launch on this node)"
     )
+    batch: bool = _f(
+        True,
+        "grade jobs that share tests and settings in one compiler run (same verdicts as alone; bubblewrap + fast only)",
+    )
     limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
     cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
     cache_memory_mb: float = _f(64.0, "in-memory result cache size in MB (results held as JSON text)")
@@ -67,6 +71,8 @@ class Settings:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
             raise ValueError(f"workers must be 0 (all cores) or a positive integer, got {self.workers!r}")
+        if not isinstance(self.batch, bool):
+            raise ValueError(f"batch must be true or false, got {self.batch!r}")
         if not isinstance(self.limits, Limits):
             raise ValueError("limits must be a Limits")
         if self.limits.run_cpu_s > MAX_TIMEOUT_S:
@@ -95,6 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, local_only: bool = False) 
     parser.add_argument("--workers", "-j", type=int, default=0, help=helps["workers"])
     parser.add_argument("--isolation", choices=ISOLATION_CHOICES, default="auto", help=helps["isolation"])
     parser.add_argument("--backend", choices=BACKENDS, default=FAST, help=helps["backend"])
+    parser.add_argument(
+        "--no-batch", action="store_true", help="grade every job alone (batching: " + helps["batch"] + ")"
+    )
     parser.add_argument("--limits", default=None, help="JSON object overriding limits, e.g. '{\"run_cpu_s\": 5}'")
     parser.add_argument("--cache-dir", default=None, help=helps["cache_dir"] + " (default: ~/.cache/reward-sandbox)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
@@ -116,6 +125,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         isolation=args.isolation,
         backend=args.backend,
         workers=args.workers or 0,
+        batch=not getattr(args, "no_batch", False),
         limits=limits,
         cache_dir=cache_dir,
         cache_memory_mb=getattr(args, "cache_memory_mb", 64.0),
@@ -146,4 +156,5 @@ def open_grader(settings: Settings) -> GraderLike:
         backend=settings.backend,
         limits=settings.limits,
         cache=cache,
+        batch=settings.batch,
     )

@@ -102,6 +102,7 @@ class RewardConfig:
     min_tests: int = _f(2, "Meaningful own tests needed for full tests_present / own_tests credit.")
     workers: int = _f(0, "Sandbox worker processes (0 = all cores, shared among the training ranks on a node).")
     isolation: str = _f("auto", "Sandbox isolation: auto, strict (bubblewrap or fail) or rlimits.")
+    batch: bool = _f(True, "Grade a group's completions in one compiler run (verdicts as if graded alone).")
     timeout_s: float = _f(10.0, "CPU-time limit for one program's tests, at most 300 (wall clock: twice that).")
     cache_dir: str = _f("", "On-disk result cache ('' = memory only).")
     server_url: str | list[str] = _f(
@@ -132,6 +133,7 @@ class RewardConfig:
         settings = Settings(
             isolation=self.isolation,
             workers=self.workers,
+            batch=self.batch,
             cache_dir=self.cache_dir,
             server_urls=split_urls(self.server_url),
             server_token_env=self.server_token_env,

@@ -133,3 +133,15 @@ def test_long_grading_commands_show_a_rate_and_an_eta(grader, capsys):
     assert "grading" in err and "3/3" in err and "job/s" in err
     assert ProgressGrader(grader, enabled=False).grade(jobs[:1])[0].status.value == "ok"
     assert "grading" not in capsys.readouterr().err
+
+
+def test_batching_is_on_by_default_and_switches_off_everywhere():
+    from reward_sandbox.cli import build_parser
+    from reward_sandbox.settings import settings_from_args
+    from rust_grpo.config import load_config
+
+    base = ["run", "-i", "in.jsonl", "-o", "out.jsonl"]
+    assert settings_from_args(build_parser().parse_args(base)).batch is True
+    assert settings_from_args(build_parser().parse_args([*base, "--no-batch"])).batch is False
+    assert load_config("configs/tiny-cpu.toml").reward.sandbox_settings().batch is True
+    assert load_config("configs/tiny-cpu.toml", ["reward.batch=false"]).reward.sandbox_settings().batch is False
