@@ -256,6 +256,8 @@ def _judge(
     level: str,
 ) -> _Round:
     testc = outcome.steps["testc"]
+    if outcome.faults:  # the sandbox could not set a step up: every program is graded alone, where it shows
+        return _Round()
     if not testc.started or testc.exit_code is None or "testc" in outcome.timed_out or testc.signal:
         return _Round()
     index = {id(job): k for k, job in enumerate(jobs)}  # member (tag order) -> job (input order)
