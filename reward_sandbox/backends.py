@@ -72,6 +72,13 @@ def compile_step(
     )
 
 
+# One malloc arena and no cache of thread stacks: once a program's threads have ended, the process's
+# address space is back where it was. Alone that changes nothing a test can rely on; in a batch it
+# keeps one program's threads from using up the address-space limit its neighbours share, and lets
+# the gate between programs see reserved memory that was kept (batchcrate.py).
+RUN_ALLOCATOR_ENV = {"MALLOC_ARENA_MAX": "1", "GLIBC_TUNABLES": "glibc.pthread.stack_cache_size=0"}
+
+
 def run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "") -> Step:
     """Tests run from a directory holding the crate's Cargo.toml, as under `cargo test`; argv[0] is a
     sealed binary (see ``Plan.seals``)."""
@@ -87,7 +94,7 @@ def run_step(name: str, argv: list[str], limits: Limits, when: str, cwd: str = "
         open_files=limits.open_files,
         stack_mb=limits.stack_mb,
         output_bytes=limits.output_kb * 1024,
-        env={"RUSTC_BOOTSTRAP": "1", "RG_NO_PROCESSES": "1"},
+        env={"RUSTC_BOOTSTRAP": "1", "RG_NO_PROCESSES": "1", **RUN_ALLOCATOR_ENV},
         when=when,
         cwd=cwd,
     )

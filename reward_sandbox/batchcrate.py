@@ -28,6 +28,7 @@ from .assemble import Assembly, assemble
 from .jobs import Job
 
 RSS_SLACK_KB = 64 * 1024  # memory a gate lets a previous program keep (allocator caches)
+VM_SLACK_KB = 32 * 1024  # address space it may keep: reserved, untouched memory counts against RLIMIT_AS
 
 GATE_RS = """\
 #![allow(warnings, clippy::all)]
@@ -45,6 +46,7 @@ struct Snapshot {
     threads: usize,
     files: Files,
     rss_kb: u64,
+    vm_kb: u64,
 }
 
 static BASE: Mutex<Option<Snapshot>> = Mutex::new(None);
@@ -73,9 +75,9 @@ fn walk(dir: &Path, out: &mut Files) {
     }
 }
 
-fn rss_kb() -> u64 {
+fn status_kb(key: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("");
+    let line = status.lines().find(|l| l.starts_with(key)).unwrap_or("");
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(u64::MAX)
 }
 
@@ -93,7 +95,8 @@ fn snapshot() -> Snapshot {
         fds: count("/proc/self/fd"),
         threads: count("/proc/self/task"),
         files,
-        rss_kb: rss_kb(),
+        rss_kb: status_kb("VmRSS:"),
+        vm_kb: status_kb("VmSize:"),
     }
 }
 
@@ -128,6 +131,7 @@ pub fn gate() {
     assert!(now.fds == base.fds, "files left open");
     assert!(now.files == base.files, "files changed");
     assert!(now.rss_kb <= base.rss_kb.saturating_add(RSS_SLACK_KB), "memory kept");
+    assert!(now.vm_kb <= base.vm_kb.saturating_add(VM_SLACK_KB), "address space kept");
 }
 """
 
@@ -187,7 +191,11 @@ def build_batch(jobs: list[Job], work_dir: str) -> BatchCrate:
     gates, final = f"rg{hidden_tail}_gates", f"zzzz{hidden_tail}"
     members = sorted((Member(job, assemble(job, work_dir, marker=marker)) for job in jobs), key=lambda m: m.tag)
     root = f"rg{hidden_tail}.rs"
-    files: dict[str, str] = {f"rg{hidden_tail}_gates.rs": GATE_RS.replace("RSS_SLACK_KB", str(RSS_SLACK_KB))}
+    files: dict[str, str] = {
+        f"rg{hidden_tail}_gates.rs": GATE_RS.replace("RSS_SLACK_KB", str(RSS_SLACK_KB)).replace(
+            "VM_SLACK_KB", str(VM_SLACK_KB)
+        )
+    }
     lines = [f'#[cfg(test)] #[path = "rg{hidden_tail}_gates.rs"] mod {gates};\n']
     lines += [_test_module(f"a{marker}", gates, "base"), _test_module(f"a{secret}", gates, "base")]
     for member in members:

@@ -16,7 +16,7 @@ from .limits import Limits
 from .results import Result
 from .status import Status
 
-HARNESS_VERSION = "5"  # bump when grading logic changes what a result says
+HARNESS_VERSION = "6"  # bump when grading logic changes what a result says
 UNCACHEABLE = {Status.SANDBOX_ERROR, Status.INVALID_INPUT}  # our fault or the input's, never the program's
 
 

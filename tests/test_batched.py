@@ -183,6 +183,24 @@ ATTACKS = {
     "tmp-file": _add_with('let _ = std::fs::write("/tmp/shared-state", b"x");'),
     "panic-hook": _add_with('std::panic::set_hook(Box::new(|_| println!("{{\\"type\\":\\"test\\"}}")));'),
     "leaked-memory": _add_with("if a == 2 { std::mem::forget(vec![1u8; 200 << 20]); }"),
+    # reserved, untouched (not resident) address space kept: the RLIMIT_AS its neighbours share
+    "address-space": _add_with(
+        """static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        let big: Vec<_> = (0..3).map(|_| std::thread::Builder::new().stack_size(16 << 20).spawn(|| 0).unwrap()).collect();
+        for h in big { let _ = h.join(); }
+        let mut chunk: usize = 256 << 20;
+        while chunk >= (1 << 20) {
+            let mut v: Vec<u8> = Vec::new();
+            if v.try_reserve_exact(chunk).is_ok() { std::mem::forget(v); } else { chunk /= 2; }
+        }
+    }"""
+    ),
+    # not an attack: honest work on many threads, each with its own allocations (malloc arenas)
+    "threads-allocating": _add_with(
+        "let n: usize = std::thread::scope(|s| (0..16).map(|_| s.spawn(|| (0..1000).collect::<Vec<i64>>().len()))"
+        ".collect::<Vec<_>>().into_iter().map(|h| h.join().unwrap()).sum());\n    let _ = n;"
+    ),
     "leaked-fd": _add_with('std::mem::forget(std::fs::File::open("/proc/self/status"));'),
     # not an attack: a program that looks at its command line sees a filter shaped like its own
     "argv": _add_with(
@@ -238,7 +256,10 @@ def _group(attack: str) -> list[dict]:  # type: ignore[type-arg]
 def test_attacks_inside_a_batch_change_no_verdict(batched, single, attack):
     jobs = _group(attack)
     results = compare(jobs, batched, single)
-    if attack == "argv":  # graded in the batch (unless the machine's load cut the run short), still ok
+    if attack in (
+        "argv",
+        "threads-allocating",
+    ):  # graded in the batch (unless the machine's load cut the run short), still ok
         assert results[-1].status.value == "ok"
     assert [r.status.value for r in results[:-1]] == ["ok", "ok", "test_failure", *["ok"] * 6]
 
