@@ -59,7 +59,7 @@ def main() -> int:
     parser.add_argument("--heldout", type=int, default=16, help="held-out problems (the easiest of the eval set)")
     parser.add_argument("--heldout-data", default="data/eval.jsonl")
     parser.add_argument("--samples", type=int, default=4, help="samples per held-out problem and stage")
-    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--batch-problems", type=int, default=4)
     parser.add_argument("--grpo-steps", type=int, default=0, help="0 = the config's train.max_steps")
