@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup test test-fast demo bench lint docker-check clean
+.PHONY: setup test test-fast demo bench bench-learning lint docker-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust with clippy (rustup component add clippy)"; exit 1; }
@@ -35,6 +35,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_exercism.py
 	$(PY) benchmarks/bench_server.py
+
+bench-learning: $(STAMP)
+	$(PY) benchmarks/bench_learning.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

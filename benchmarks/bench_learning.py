@@ -1,9 +1,13 @@
-"""Does GRPO actually learn on a CPU? Train the tiny model on an easy objective (the format reward)
-and report whether the reward rises over steps, plus the share of step time spent in rewards.
+"""Does a real pretrained model get better at Rust? SmolLM2-135M-Instruct (GGUF from PyPI) is scored
+on held-out problems three times, with the same sampling settings and seed: as it comes (base),
+after a brief supervised cold start on reference answers (sft), and after GRPO with sandboxed
+rewards on top of that (grpo). The held-out problems are the easiest of data/eval.jsonl, which no
+stage trains on (training uses data/train.jsonl).
 
-The tiny model is warm-started only briefly, so it gets the answer format right some of the
-time; GRPO must then raise that rate. Every other reward component is still computed (one
-sandbox pass per completion) and logged with weight 0, so the reward-time share is real.
+Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}, each
+stage {"n", "format", "build", "hidden_pass", "mean_reward"} with 95% intervals in "<name>_ci"),
+runs/bench/learning.png, and every stage's graded completions. Exit code 1 when GRPO does not
+raise held-out build by the target over SFT (the JSON is written either way).
 """
 
 from __future__ import annotations
@@ -11,61 +15,117 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rust_grpo.callbacks import read_metrics
 from rust_grpo.config import load_config
-from rust_grpo.rewards import REWARD_NAMES
-from rust_grpo.train import train
+from rust_grpo.data import Problem, load_problems
+from rust_grpo.learning import easiest, learning_report, plot_learning, stage_metrics
+
+
+def score_stage(
+    name: str, model: str, adapter: str | None, problems: list[Problem], args: argparse.Namespace, cfg: object
+) -> dict[str, object]:
+    from reward_sandbox import open_grader
+    from rust_grpo.evaluate import SamplingSettings, generate_hf
+    from rust_grpo.scoring import score_completions
+
+    start = time.monotonic()
+    settings = SamplingSettings(
+        samples=args.samples,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=0.95,
+        batch_problems=args.batch_problems,
+        seed=args.seed,
+    )
+    completions = generate_hf(model, problems, settings, cfg.data.format(), adapter=adapter)  # type: ignore[attr-defined]
+    with open_grader(cfg.reward.sandbox_settings()) as grader:  # type: ignore[attr-defined]
+        records = score_completions(completions, {p.id: p for p in problems}, grader)
+    with open(args.out / f"{name}-completions.jsonl", "w", encoding="utf-8") as fh:
+        for c, r in zip(completions, records):
+            fh.write(json.dumps({**r, "completion": c.text}) + "\n")
+    metrics = stage_metrics(records, cfg.reward.weights)  # type: ignore[attr-defined]
+    print(f"[{name}] {json.dumps(metrics)} ({time.monotonic() - start:.0f} s)", flush=True)
+    return metrics
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--warm-start-steps", type=int, default=100)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--out", type=Path, default=Path("runs/bench/learning"))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="configs/smollm-cpu.toml")
+    parser.add_argument("--heldout", type=int, default=16, help="held-out problems (the easiest of the eval set)")
+    parser.add_argument("--heldout-data", default="data/eval.jsonl")
+    parser.add_argument("--samples", type=int, default=4, help="samples per held-out problem and stage")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--batch-problems", type=int, default=4)
+    parser.add_argument("--grpo-steps", type=int, default=0, help="0 = the config's train.max_steps")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on 2 busy cores)")
+    parser.add_argument("--target", type=float, default=0.10, help="build gain of GRPO over SFT to call it a pass")
+    parser.add_argument("--set", action="append", default=[], help="config override, e.g. train.learning_rate=1e-4")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench"))
     args = parser.parse_args()
-    weights = "{" + ", ".join(f"{name} = {1.0 if name == 'format' else 0.0}" for name in REWARD_NAMES) + "}"
-    cfg = load_config(
-        "configs/tiny-cpu.toml",
-        [
-            f'train.output_dir="{args.out}"',
-            f"train.max_steps={args.steps}",
-            f"model.warm_start_steps={args.warm_start_steps}",
-            f"train.learning_rate={args.lr}",
-            f"reward.weights={weights}",
-            "train.save_steps=1000",
-            'train.report_to=["none"]',
-        ],
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    run_dir = args.out / "learning"
+    overrides = [f'train.output_dir="{run_dir}"', f"train.seed={args.seed}", *args.set]
+    if args.grpo_steps:
+        overrides.append(f"train.max_steps={args.grpo_steps}")
+    cfg = load_config(args.config, overrides)
+    started = time.monotonic()
+
+    from rust_grpo.models import resolve_model
+    from rust_grpo.train import resolve_model_path, train
+
+    fmt = cfg.data.format()
+    heldout = easiest(load_problems(args.heldout_data), args.heldout)
+    train_problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
+    overlap = {p.id for p in heldout} & {p.id for p in train_problems}
+    if overlap:
+        raise SystemExit(f"held-out problems are in the training data: {sorted(overlap)}")
+    print(f"held-out: {len(heldout)} problems x {args.samples} samples: {[p.id for p in heldout]}", flush=True)
+
+    stages: dict[str, dict[str, object]] = {}
+    base = resolve_model(cfg.model.name_or_path)
+    stages["base"] = score_stage("base", base, None, heldout, args, cfg)
+    sft = resolve_model_path(cfg.model, train_problems, fmt)  # the cold start, cached: train() reuses it
+    stages["sft"] = score_stage("sft", sft, None, heldout, args, cfg)
+    final = train(cfg)
+    stages["grpo"] = score_stage("grpo", sft, str(final), heldout, args, cfg)
+
+    steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]
+    report = learning_report(
+        cfg.model.name_or_path,
+        len(steps),
+        stages,  # type: ignore[arg-type]
+        heldout=[p.id for p in heldout],
+        sampling={
+            "samples": args.samples,
+            "max_new_tokens": args.max_new_tokens,
+            "temperature": args.temperature,
+            "top_p": 0.95,
+            "seed": args.seed,
+        },
+        per_step_reward=[round(float(r["reward"]), 4) for r in steps],
+        per_step_build=[round(float(r.get("rates/build", 0.0)), 4) for r in steps],
+        wall_s=round(time.monotonic() - started),
     )
-    train(cfg)
-    steps = [r for r in read_metrics(args.out / "metrics.jsonl") if "reward" in r]
-    k = max(1, len(steps) // 4)
-    first = sum(r["rewards/format/mean"] for r in steps[:k]) / k
-    last = sum(r["rewards/format/mean"] for r in steps[-k:]) / k
-    share = sum(r.get("time/reward_share", 0.0) for r in steps) / len(steps)
-    step_s = sum(r.get("step_time", 0.0) for r in steps) / len(steps)
-    report = {
-        "steps": len(steps),
-        "format_reward_first_quarter": round(first, 3),
-        "format_reward_last_quarter": round(last, 3),
-        "rises": last > first,
-        "mean_step_s": round(step_s, 2),
-        "reward_time_share": round(share, 4),
-        "per_step_format_reward": [round(r["rewards/format/mean"], 3) for r in steps],
-    }
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
-    print(
-        f"format reward: first quarter {first:.3f} -> last quarter {last:.3f} ({'rises' if last > first else 'does NOT rise'})"
-    )
-    print(f"per step: {report['per_step_format_reward']}")
-    print(
-        f"mean step {step_s:.1f}s, of which rewards (sandbox) {100 * share:.1f}%; curves in {args.out / 'training_curves.png'}"
-    )
-    return 0 if last > first else 1
+    plot_learning(report, steps, args.out / "learning.png")
+    gain = float(stages["grpo"]["build"]) - float(stages["sft"]["build"])  # type: ignore[arg-type]
+    print(f"\nheld-out ({len(heldout)} problems x {args.samples}), base -> sft -> grpo ({len(steps)} steps):")
+    for key in ("format", "build", "hidden_pass", "mean_reward"):
+        print(f"  {key:<12} " + " -> ".join(f"{stages[s][key]:.3f}" for s in ("base", "sft", "grpo")))
+    print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {report['wall_s']} s in all")
+    print(f"wrote {args.out / 'learning.json'} and {args.out / 'learning.png'}")
+    return 0 if gain >= args.target else 1
 
 
 if __name__ == "__main__":

