@@ -16,7 +16,6 @@ Whatever is not trusted is graded alone by the caller; a batch never yields a ``
 
 from __future__ import annotations
 
-import json
 import secrets
 import shutil
 import time
@@ -35,7 +34,7 @@ from .backends import (
 )
 from .batchcrate import BatchCrate, build_batch
 from .batchlog import Stretch, listed_tests, split_run
-from .diagnostics import _NOISE_PREFIXES, _SUMMARY
+from .diagnostics import counted_messages, primary_span
 from .grader import Slot, _prepare_dirs, _scratch_root, _scrub, _step_killer, classify, kill_uid
 from .isolation import Isolation
 from .jobs import Job
@@ -102,29 +101,8 @@ def _files_of(diag: dict[str, Any]) -> list[str]:
 
 
 def _primary_file(diag: dict[str, Any]) -> str | None:
-    spans = diag.get("spans") or []
-    primary = next((s for s in spans if s.get("is_primary")), spans[0] if spans else None)
+    primary = primary_span(diag)
     return str(primary.get("file_name", "")) if primary else None
-
-
-def _diagnostics(output: bytes) -> list[tuple[str, dict[str, Any]]]:
-    """(raw line, diagnostic) for each error or warning that a single grading would count."""
-    found = []
-    for raw in output.decode(errors="replace").splitlines():
-        raw = raw.strip()
-        if not raw.startswith("{"):
-            continue
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError:
-            continue
-        if data.get("$message_type", "diagnostic") != "diagnostic" or data.get("level") not in ("error", "warning"):
-            continue
-        message = data.get("message", "")
-        if message.startswith(_NOISE_PREFIXES) or _SUMMARY.search(message):
-            continue
-        found.append((raw, data))
-    return found
 
 
 def _owner(path: str, layout: Layout, tags: dict[str, int]) -> int | None:
@@ -136,7 +114,7 @@ def _culprits(output: bytes, layout: Layout, crate: BatchCrate) -> set[int] | No
     """The members whose files the build's errors point into; None when an error points elsewhere."""
     tags = {m.tag: i for i, m in enumerate(crate.members)}
     culprits: set[int] = set()
-    for _, diag in _diagnostics(output):
+    for _, diag in counted_messages(output):
         if diag["level"] != "error":
             continue
         owners = {_owner(f, layout, tags) for f in _files_of(diag)} - {None}
@@ -151,7 +129,7 @@ def _warnings(output: bytes, layout: Layout, crate: BatchCrate) -> dict[int, lis
     tags = {m.tag: i for i, m in enumerate(crate.members)}
     ours = {f"{layout.src}/{name}" for name in crate.files if "/" not in name}
     per: dict[int, list[str]] = {i: [] for i in range(len(crate.members))}
-    for raw, diag in _diagnostics(output):
+    for raw, diag in counted_messages(output):
         primary = _primary_file(diag)
         owner = _owner(primary, layout, tags) if primary else None
         if owner is None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from .results import Diagnostic
 
@@ -12,10 +14,9 @@ MAX_RENDERED = 2000
 _SUMMARY = re.compile(r"^\d+ warnings? emitted|generated \d+ warnings?")
 
 
-def parse_diagnostics(output: bytes, skip_files: frozenset[str] = frozenset()) -> list[Diagnostic]:
-    """Errors and warnings from compiler output, dropping summaries and messages located in
-    ``skip_files`` (our generated test and sentinel files, which the program did not write)."""
-    found: list[Diagnostic] = []
+def counted_messages(output: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(raw JSON line, diagnostic) for each error or warning in compiler output that a verdict
+    counts: summaries ("aborting due to", "N warnings emitted") are left out."""
     for raw in output.decode(errors="replace").splitlines():
         raw = raw.strip()
         if not raw.startswith("{"):
@@ -26,25 +27,35 @@ def parse_diagnostics(output: bytes, skip_files: frozenset[str] = frozenset()) -
             continue
         if data.get("reason") == "compiler-message":
             data = data.get("message", {})
-        if data.get("$message_type", "diagnostic") != "diagnostic" or "level" not in data:
+        if data.get("$message_type", "diagnostic") != "diagnostic" or data.get("level") not in ("error", "warning"):
             continue
-        level = data["level"]
         message = data.get("message", "")
-        if level not in ("error", "warning") or message.startswith(_NOISE_PREFIXES):
+        if message.startswith(_NOISE_PREFIXES) or _SUMMARY.search(message):
             continue
-        if _SUMMARY.search(message):
-            continue
-        spans = data.get("spans") or []
-        primary = next((s for s in spans if s.get("is_primary")), spans[0] if spans else None)
+        yield raw, data
+
+
+def primary_span(diag: dict[str, Any]) -> dict[str, Any] | None:
+    """The span a diagnostic points at (its primary one, else its first)."""
+    spans = diag.get("spans") or []
+    return next((s for s in spans if s.get("is_primary")), spans[0] if spans else None)
+
+
+def parse_diagnostics(output: bytes, skip_files: frozenset[str] = frozenset()) -> list[Diagnostic]:
+    """Errors and warnings from compiler output, dropping summaries and messages located in
+    ``skip_files`` (our generated test and sentinel files, which the program did not write)."""
+    found: list[Diagnostic] = []
+    for _, data in counted_messages(output):
+        primary = primary_span(data)
         file = primary.get("file_name", "") if primary else ""
         if file.rsplit("/", 1)[-1] in skip_files:
             continue
         code = (data.get("code") or {}).get("code")
         found.append(
             Diagnostic(
-                level=level,
+                level=data["level"],
                 code=code,
-                message=message,
+                message=data.get("message", ""),
                 line=primary.get("line_start") if primary else None,
                 file=file.rsplit("/", 1)[-1],
                 rendered=(data.get("rendered") or "")[:MAX_RENDERED],

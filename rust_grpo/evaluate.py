@@ -53,6 +53,25 @@ def load_hf(model_path: str, adapter: str | None = None) -> tuple[Any, Any, str]
     return model, tokenizer, device
 
 
+def sample_hf(model: Any, tokenizer: Any, device: str, chats: list[Any], s: SamplingSettings, n: int) -> list[str]:
+    """``n`` sampled answers to each chat (grouped by chat), in one ``generate`` call."""
+    import torch
+
+    texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats]
+    inputs = tokenizer(texts, return_tensors="pt", padding=True).to(device)
+    with torch.no_grad():
+        generated = model.generate(
+            **inputs,
+            do_sample=s.temperature > 0,
+            temperature=max(s.temperature, 1e-5),
+            top_p=s.top_p,
+            max_new_tokens=s.max_new_tokens,
+            num_return_sequences=n,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    return list(tokenizer.batch_decode(generated[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True))
+
+
 def generate_hf(
     model_path: str,
     problems: list[Problem],
@@ -67,23 +86,8 @@ def generate_hf(
     model, tokenizer, device = load_hf(model_path, adapter)
     out: list[Completion] = []
     for batch in tqdm(list(_batches(problems, s.batch_problems)), desc="generating", unit="batch"):
-        texts = [
-            tokenizer.apply_chat_template(chat_prompt(p, fmt), tokenize=False, add_generation_prompt=True)
-            for p in batch
-        ]
-        inputs = tokenizer(texts, return_tensors="pt", padding=True).to(device)
-        with torch.no_grad():
-            generated = model.generate(
-                **inputs,
-                do_sample=s.temperature > 0,
-                temperature=max(s.temperature, 1e-5),
-                top_p=s.top_p,
-                max_new_tokens=s.max_new_tokens,
-                num_return_sequences=s.samples,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        new_tokens = generated[:, inputs["input_ids"].shape[1] :]
-        decoded = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        chats = [chat_prompt(p, fmt) for p in batch]
+        decoded = sample_hf(model, tokenizer, device, chats, s, s.samples)
         for i, text in enumerate(decoded):
             out.append(Completion(batch[i // s.samples].id, text, i % s.samples))
     return out

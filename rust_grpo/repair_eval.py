@@ -51,7 +51,7 @@ def hf_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None 
     """One sampled answer per conversation with transformers, ``batch_problems x samples`` at a time."""
     import torch
 
-    from .evaluate import load_hf
+    from .evaluate import load_hf, sample_hf
 
     torch.manual_seed(s.seed)
     model, tokenizer, device = load_hf(model_path, adapter)
@@ -60,21 +60,7 @@ def hf_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None 
     def generate(chats: list[Chat]) -> list[str]:
         out: list[str] = []
         for start in range(0, len(chats), size):
-            texts = [
-                tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-                for c in chats[start : start + size]
-            ]
-            inputs = tokenizer(texts, return_tensors="pt", padding=True).to(device)
-            with torch.no_grad():
-                generated = model.generate(
-                    **inputs,
-                    do_sample=s.temperature > 0,
-                    temperature=max(s.temperature, 1e-5),
-                    top_p=s.top_p,
-                    max_new_tokens=s.max_new_tokens,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-            out += tokenizer.batch_decode(generated[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+            out += sample_hf(model, tokenizer, device, chats[start : start + size], s, 1)
         return out
 
     return generate
