@@ -17,7 +17,6 @@ Whatever is not trusted is graded alone by the caller; a batch never yields a ``
 from __future__ import annotations
 
 import secrets
-import shutil
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,7 +34,7 @@ from .backends import (
 from .batchcrate import BatchCrate, build_batch
 from .batchlog import Stretch, listed_tests, split_run
 from .diagnostics import counted_messages, primary_span
-from .grader import Slot, _prepare_dirs, _scratch_root, _scrub, _step_killer, classify, kill_uid
+from .grader import Slot, _prepare_dirs, _scratch_root, _scrub, _step_killer, classify, release
 from .isolation import Isolation
 from .jobs import Job
 from .layout import JobDir, Layout
@@ -215,12 +214,7 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
             argv, steps, env, nonces, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid)
         )
     finally:
-        if slot.uid is not None:
-            kill_uid(slot.uid)
-            isolation.after_job(slot.uid)
-        if slot.memory is not None:
-            slot.memory.kill_all()
-        shutil.rmtree(job_dir.root, ignore_errors=True)
+        release(slot, isolation, job_dir)
     return _judge(jobs, crate, layout, limits, outcome, time.monotonic() - start, isolation.name)
 
 

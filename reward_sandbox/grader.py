@@ -59,6 +59,17 @@ def _prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
         os.chown(job_dir.work, uid, uid)
 
 
+def release(slot: Slot, isolation: Isolation, job_dir: JobDir) -> None:
+    """After a job (or a batch): no process of the slot's uid left, the isolation's leftovers and the
+    memory cgroup's processes gone, the job directory removed."""
+    if slot.uid is not None:
+        kill_uid(slot.uid)
+        isolation.after_job(slot.uid)
+    if slot.memory is not None:
+        slot.memory.kill_all()
+    shutil.rmtree(job_dir.root, ignore_errors=True)
+
+
 def grade_job(
     job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: Limits, backend: str, slot: Slot
 ) -> Result:
@@ -97,12 +108,7 @@ def grade_job(
     except Exception as exc:  # noqa: BLE001 - a harness fault must not lose the batch
         result = Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"harness error: {type(exc).__name__}: {exc}")
     finally:
-        if slot.uid is not None:
-            kill_uid(slot.uid)
-            isolation.after_job(slot.uid)
-        if slot.memory is not None:
-            slot.memory.kill_all()
-        shutil.rmtree(job_dir.root, ignore_errors=True)
+        release(slot, isolation, job_dir)
     return Result(
         **{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend}
     )

@@ -113,13 +113,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .data import load_problems
     from .evaluate import SamplingSettings, generate, write_completions
 
-    if args.repair_turns != 1:  # multi-turn repair episodes: pass rates after each turn
-        from .repair_eval import eval_with_repair
-
-        return eval_with_repair(args)
-
-    problems = load_problems(args.dataset, max_rows=args.limit)
-    fmt = run_config(args.config).data.format() if args.config else None
     settings = SamplingSettings(
         samples=args.samples,
         max_new_tokens=args.max_new_tokens,
@@ -128,6 +121,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         batch_problems=args.batch,
         seed=args.seed,
     )
+    if args.repair_turns != 1:  # multi-turn repair episodes: pass rates after each turn
+        from .repair_eval import eval_with_repair
+
+        return eval_with_repair(args, settings)
+
+    problems = load_problems(args.dataset, max_rows=args.limit)
+    fmt = run_config(args.config).data.format() if args.config else None
     extra = {"fmt": fmt} if fmt is not None else {}
     completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
     write_completions(Path(args.out) / "completions.jsonl", completions)

@@ -150,8 +150,8 @@ def turn_summary(records: list[dict[str, Any]], max_turns: int) -> list[dict[str
     return out
 
 
-def eval_with_repair(args: argparse.Namespace) -> int:
-    """``rust-grpo eval --repair-turns N`` (N >= 2)."""
+def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> int:
+    """``rust-grpo eval --repair-turns N`` (N >= 2), sampling with the eval command's ``settings``."""
     from .cli import _grader, run_config
     from .config import ConfigError, RepairConfig, RewardConfig
     from .data import load_problems
@@ -166,14 +166,6 @@ def eval_with_repair(args: argparse.Namespace) -> int:
     fmt = cfg.data.format() if cfg else THINK
     weights = cfg.reward.weights if cfg else RewardConfig().weights
     max_chars = cfg.repair.max_feedback_chars if cfg else 1200
-    settings = SamplingSettings(
-        samples=args.samples,
-        max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        batch_problems=args.batch,
-        seed=args.seed,
-    )
     make = {"hf": hf_chat_generator, "vllm": vllm_chat_generator}[args.backend]
     generate = make(args.model, settings, args.adapter)
     with _grader(args, "grading turns") as grader:
