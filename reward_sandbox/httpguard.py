@@ -17,8 +17,14 @@ connections fill it, ``/healthz`` included. This protocol adds two things and no
 
 Also: at most ``max_per_ip`` connections from one address (its own idle ones are evicted first);
 a request line + headers over 16 KiB is refused with a 400 even when it arrives in one read (h11
-bounds only a head still incomplete); a request answered before its body was read closes the
-connection instead of draining the body.
+bounds only a head still incomplete); a request answered before its body was read (a 413, a 404)
+closes the connection instead of draining the body.
+
+Every close of a connection whose client is still sending (a 413 mid-body, a 408) is a *lingering
+close*: the answer is sent, the write side shut, and what the client still sends is read and
+dropped for at most ``LINGER_S`` seconds and ``LINGER_BYTES`` bytes before the socket closes.
+Closing at once with the client's bytes unread makes the kernel send a reset, which can destroy
+the answer before the client reads it.
 
 Body size is bounded by the application, which reads the body as a stream (uvicorn buffers at
 most 64 KiB of it before pausing the socket), so chunked bodies are bounded too.
@@ -38,6 +44,8 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 MAX_HEAD = 16 * 1024  # request line and headers
+LINGER_S = 2.0  # how long an answered connection's unread body is drained, at most
+LINGER_BYTES = 4 * 1024 * 1024  # and how much of it
 
 
 def _answer(status: str, message: bytes) -> bytes:
@@ -89,6 +97,28 @@ class _QuietBadRequests(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_QuietBadRequests())
 
 
+class _LingeringTransport:
+    """The transport as uvicorn and the guard see it: ``close()`` while the client is still sending
+    a request becomes the protocol's lingering close; everything else is the real transport's."""
+
+    def __init__(self, transport: asyncio.Transport, linger: Callable[[], bool]) -> None:
+        self.raw = transport
+        self._linger = linger  # starts a lingering close if one is due; says whether it did
+        self.lingering = False
+
+    def close(self) -> None:
+        if self.lingering:
+            return
+        if self.raw.is_closing() or not self._linger():
+            self.raw.close()
+
+    def is_closing(self) -> bool:
+        return self.lingering or self.raw.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
 def guarded_protocol(
     read_timeout_s: float,
     max_connections: int,
@@ -110,6 +140,7 @@ def guarded_protocol(
             self._ip = ""
             self._write_deadline: asyncio.TimerHandle | None = None
             self._pipelined = 0  # responses in a row sent while the next request was already buffered
+            self._drained = 0  # bytes read and dropped while lingering
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             peer = transport.get_extra_info("peername")
@@ -129,7 +160,7 @@ def guarded_protocol(
                 transport.close()
                 return
             self._admitted = True
-            super().connection_made(transport)
+            super().connection_made(_LingeringTransport(transport, self._linger))
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -139,6 +170,11 @@ def guarded_protocol(
                 super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self.transport.lingering:
+                self._drained += len(data)
+                if self._drained > LINGER_BYTES:
+                    self.transport.raw.close()
+                return
             if self.conn.their_state is h11.IDLE and head_too_large(self.conn.trailing_data[0] + data):
                 self._refuse_head()
                 return
@@ -151,6 +187,8 @@ def guarded_protocol(
             self.transport.close()
 
         def on_response_complete(self) -> None:
+            if self.transport.lingering:
+                return  # answered and closing: nothing more is read or sent
             if self.conn.trailing_data[0] and not self.transport.is_closing():
                 self._pipelined += 1
                 if self._pipelined > max_pipelined:  # sent far ahead without reading: not served further
@@ -170,6 +208,25 @@ def guarded_protocol(
             super().on_response_complete()
             self._disarm()  # a fresh deadline for the next request on this connection
             self._watch()
+
+        def _linger(self) -> bool:
+            """If the client is still sending a request: shut the write side once the answer is out,
+            read and drop the rest for a bounded time, then close (see the module docstring)."""
+            sending = self.conn.their_state is h11.SEND_BODY or self.conn.trailing_data[0] != b""
+            raw = self.transport.raw
+            if not sending or not raw.can_write_eof():
+                return False
+            self.transport.lingering = True
+            self._disarm()
+            raw.write_eof()
+            raw.resume_reading()  # uvicorn pauses reading while a body waits for the app
+            self.loop.call_later(min(LINGER_S, read_timeout_s), raw.close)
+            return True
+
+        def eof_received(self) -> None:
+            if self.transport.lingering:
+                self.transport.raw.close()  # the client is done sending: nothing left to drain
+            super().eof_received()
 
         def pause_writing(self) -> None:
             super().pause_writing()
@@ -198,7 +255,10 @@ def guarded_protocol(
             super().send_400_response(msg)
 
         def _idle(self) -> bool:
-            """Not in the middle of a request: nothing received yet, or only part of the headers."""
+            """Not in the middle of a request: nothing received yet, only part of the headers, or
+            answered and lingering."""
+            if self.transport.lingering:
+                return True
             return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
 
         def _stuck(self) -> bool:
@@ -219,7 +279,7 @@ def guarded_protocol(
                     return False
                 oldest = min(idle, key=lambda c: c._opened)
                 drops.add("evicted_idle")
-                oldest.transport.close()
+                oldest.transport.raw.close()  # no answer to protect: no lingering
             self.connections.discard(oldest)
             return True
 

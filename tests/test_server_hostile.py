@@ -29,6 +29,7 @@ from reward_sandbox import Grader, Result, Status
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.cli import main as sandbox_main
 from reward_sandbox.client import RemoteGrader
+from reward_sandbox.httpguard import LINGER_S
 from reward_sandbox.server import ServerOptions, make_server, server_token
 
 from .conftest import TEST_LIMITS
@@ -180,11 +181,27 @@ def test_chunked_body_is_refused_at_the_limit_not_read_in_full(served):
     with connect(served.port) as sock:
         sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Transfer-Encoding: chunked\r\n\r\n".encode())
         sent = 0
-        while sent <= limit + 4 * len(chunk):  # past the limit, and never the final 0-length chunk
+        # well past the limit, and never the final 0-length chunk: a client that writes its whole
+        # body before reading must still get the answer (the server lingers, it does not reset)
+        while sent <= limit + 32 * len(chunk):
             sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             sent += len(chunk)
         status, body = read_response(sock)
+        assert closed_by_server(sock, 5)
     assert status == 413 and b"larger than" in body
+
+
+def test_a_refused_client_that_keeps_sending_is_cut_off_after_the_linger_bound(served):
+    chunk = b"x" * 16384
+    with connect(served.port) as sock:
+        sock.sendall(f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: 999999999\r\n\r\n".encode())
+        assert read_response(sock)[0] == 413
+        start = time.monotonic()
+        with pytest.raises((BrokenPipeError, ConnectionResetError)):
+            while time.monotonic() - start < LINGER_S + 10:
+                sock.sendall(chunk)
+                time.sleep(0.01)
+    assert time.monotonic() - start < LINGER_S + 5
 
 
 def test_declared_oversized_body_is_refused_before_it_is_sent(served):
