@@ -86,7 +86,7 @@ def main() -> int:
 
     fmt = cfg.data.format()
     heldout = easiest(load_problems(args.heldout_data), args.heldout)
-    train_problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
+    train_problems = cfg.data.problems()
     overlap = {p.id for p in heldout} & {p.id for p in train_problems}
     if overlap:
         raise SystemExit(f"held-out problems are in the training data: {sorted(overlap)}")

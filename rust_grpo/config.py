@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .answer_format import AnswerFormat
+    from .data import Problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,6 +74,11 @@ class DataConfig:
     split: str = _f("train", "Split to take when `train` is a `datasets` name.")
     max_rows: int = _f(0, "Use at most this many rows (0 = all).")
     shuffle_seed: int = _f(-1, "Shuffle rows with this seed before max_rows (-1 = keep file order).")
+    max_solution_chars: int = _f(
+        0,
+        "Train only on problems whose reference solution is at most this many characters (0 = all): a"
+        " sampling-free curriculum for a small model whose groups on hard problems never build.",
+    )
     answer_format: str = _f("think", "What the policy is asked for: think (<think> then one ```rust block) or oxen.")
     system_prompt: str = _f("", "System message of every chat prompt ('' = the answer format's own).")
 
@@ -81,6 +87,14 @@ class DataConfig:
 
         if self.answer_format not in FORMATS:
             raise ConfigError(f"data.answer_format must be one of {', '.join(FORMATS)}, got {self.answer_format!r}")
+
+    def problems(self) -> list[Problem]:
+        """The training problems this section selects (file, split, shuffle, length cap, row cap)."""
+        from .data import load_problems
+
+        return load_problems(
+            self.train, self.split, self.max_rows, self.shuffle_seed, max_solution_chars=self.max_solution_chars
+        )
 
     def format(self) -> AnswerFormat:
         """The answer format, with this run's system prompt when one is set."""

@@ -205,9 +205,16 @@ def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
 
 
 def load_problems(
-    spec: str, split: str = "train", max_rows: int = 0, shuffle_seed: int = -1, strict: bool = False
+    spec: str,
+    split: str = "train",
+    max_rows: int = 0,
+    shuffle_seed: int = -1,
+    strict: bool = False,
+    max_solution_chars: int = 0,
 ) -> list[Problem]:
-    """Problems from ``spec``. Bad records are reported by location and skipped (or raise, if strict)."""
+    """Problems from ``spec``. Bad records are reported by location and skipped (or raise, if strict).
+    ``max_solution_chars`` > 0 keeps only problems whose reference solution is at most that long
+    (applied before ``max_rows``)."""
     problems, errors = [], []
     for where, record in read_records(spec, split):
         try:
@@ -231,6 +238,10 @@ def load_problems(
         raise DataError(f"{spec}: duplicate ids {duplicates[:5]}")
     if shuffle_seed >= 0:
         random.Random(shuffle_seed).shuffle(problems)
+    if max_solution_chars > 0:
+        problems = [p for p in problems if 0 < len(p.solution) <= max_solution_chars]
+        if not problems:
+            raise DataError(f"{spec}: no problem has a reference solution of at most {max_solution_chars} characters")
     return problems[:max_rows] if max_rows > 0 else problems
 
 

@@ -35,12 +35,11 @@ def _score(model: str, adapter: str | None, problems: list[Any], fmt: Any, sampl
 
 def run_demo(out: Path, steps: int = 8, config: Path = DEMO_CONFIG, samples: int = 2) -> dict[str, Any]:
     """Train the tiny model with real sandboxed rewards, then score the same problems before and after."""
-    from .data import load_problems
     from .train import resolve_model_path
 
     cfg = load_config(config, [f'train.output_dir="{out}"', f"train.max_steps={steps}"])
     final = train(cfg)
-    problems = load_problems(cfg.data.train, max_rows=cfg.data.max_rows)
+    problems = cfg.data.problems()
     fmt = cfg.data.format()
     base = resolve_model_path(cfg.model, problems, fmt)
     tokens = cfg.train.max_completion_length

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .answer_format import AnswerFormat
 
 from .config import LoraSettings, ModelConfig, RewardConfig, RunConfig
-from .data import Problem, load_problems, to_training_rows
+from .data import Problem, to_training_rows
 from .rewards import RewardContext, build_reward_functions
 
 log = logging.getLogger("rust_grpo")
@@ -153,7 +153,7 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     out.mkdir(parents=True, exist_ok=True)
     if is_main_process():
         (out / "config.json").write_text(cfg.to_json())
-    problems = load_problems(cfg.data.train, cfg.data.split, cfg.data.max_rows, cfg.data.shuffle_seed)
+    problems = cfg.data.problems()
     log.info("training on %d problems from %s", len(problems), cfg.data.train)
     model_path = resolve_model_path(cfg.model, problems, cfg.data.format())
     log.info("policy: %s", model_path)

@@ -112,3 +112,18 @@ def test_stub_replaces_every_body_with_todo():
     code = 'pub struct S;\nimpl S {\n    pub fn a(&self) -> u8 {\n        fn inner() {}\n        1\n    }\n}\npub fn b() -> &\'static str {\n    "}"\n}\n'
     stub = make_stub(code)
     assert stub.count("todo!()") == 2 and "inner" not in stub and "pub struct S;" in stub
+
+
+def test_a_solution_length_cap_keeps_short_references_and_names_the_file_when_none_fit(tmp_path):
+    rows = [
+        {"id": "short", "prompt": "p", "solution": "pub fn f() {}"},
+        {"id": "long", "prompt": "p", "solution": "pub fn g() {}" + " " * 500},
+        {"id": "none", "prompt": "p"},  # no reference: its length is unknown, so it is left out
+        {"id": "short2", "prompt": "p", "solution": "pub fn h() {}"},
+    ]
+    path = write_jsonl(tmp_path / "set.jsonl", rows)
+    assert [p.id for p in load_problems(str(path), max_solution_chars=100)] == ["short", "short2"]
+    assert [p.id for p in load_problems(str(path), max_solution_chars=100, max_rows=1)] == ["short"]
+    assert len(load_problems(str(path))) == 4
+    with pytest.raises(DataError, match=r"set\.jsonl: no problem has a reference solution of at most 5"):
+        load_problems(str(path), max_solution_chars=5)
