@@ -279,7 +279,10 @@ def guarded_protocol(
                     return False
                 oldest = min(idle, key=lambda c: c._opened)
                 drops.add("evicted_idle")
-                oldest.transport.raw.close()  # no answer to protect: no lingering
+                if oldest.transport.get_write_buffer_size():
+                    oldest.transport.abort()  # its client is not reading: close() would wait on it forever
+                else:
+                    oldest.transport.raw.close()  # no answer to protect: no lingering
             self.connections.discard(oldest)
             return True
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,16 +23,12 @@ from rust_grpo.config import RewardConfig
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from .serving import free_port, serving
+
 pytestmark = [pytest.mark.cargo, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "failover-s3cret"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def healthz(url: str) -> dict | None:
@@ -155,33 +150,16 @@ def test_compose_rewards_service_can_be_scaled():
 
 
 def test_cli_spreads_over_servers_and_reports_their_health(tmp_path, capsys, monkeypatch):
-    import threading
-
-    from reward_sandbox import Grader
-    from reward_sandbox.cache import ResultCache
     from reward_sandbox.cli import main
-    from reward_sandbox.server import ServerOptions, make_server
 
-    from .conftest import TEST_LIMITS
-
-    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
-    server = make_server(grader, TOKEN, ServerOptions(), "127.0.0.1", free_port())
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    live, dead = f"http://127.0.0.1:{server.config.port}", f"http://127.0.0.1:{free_port()}"
     jobs = tmp_path / "jobs.jsonl"
     jobs.write_text(
         "".join(json.dumps({"id": f"j{i}", "source": f"pub fn f() -> u8 {{ {i} }}"}) + "\n" for i in range(4))
     )
     monkeypatch.setenv("REWARD_SANDBOX_TOKEN", TOKEN)
-    try:
+    with serving(TOKEN) as running:
+        live, dead = running.url, f"http://127.0.0.1:{free_port()}"
         assert main(["run", "-i", str(jobs), "-o", str(tmp_path / "out.jsonl"), "--server", f"{live},{dead}"]) == 0
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        grader.close()
     out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [(r["id"], r["status"]) for r in out] == [(f"j{i}", "ok") for i in range(4)]
     err = capsys.readouterr().err

@@ -22,12 +22,11 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from reward_sandbox import Grader, Result, Status
-from reward_sandbox.cache import ResultCache
+from reward_sandbox import Result, Status
 from reward_sandbox.client import RemoteGrader, RequestRejected
-from reward_sandbox.server import ServerOptions, make_server
+from reward_sandbox.server import ServerOptions
 
-from .conftest import TEST_LIMITS
+from .serving import free_port, serving
 
 pytestmark = pytest.mark.cargo
 
@@ -35,27 +34,10 @@ TOKEN = "client-hostile-s3cret"
 JOBS = [{"id": f"job{k}"} for k in range(6)]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def honest() -> Iterator[str]:
-    grader = Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache())
-    port = free_port()
-    server = make_server(grader, TOKEN, ServerOptions(max_batch=2, read_timeout_s=5), "127.0.0.1", port)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
-    grader.close()
+    with serving(TOKEN, ServerOptions(max_batch=2, read_timeout_s=5), workers=1) as served:
+        yield served.url
 
 
 @dataclass

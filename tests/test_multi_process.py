@@ -8,11 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -51,12 +48,6 @@ def test_the_accelerate_configs_load_with_the_engine_they_name():
     assert [zero[n].deepspeed_config["zero_stage"] for n in (2, 3)] == [2, 3]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 @pytest.mark.train
 @pytest.mark.cargo
@@ -66,15 +57,10 @@ def test_two_ranks_train_with_metrics_and_samples_written_once(tmp_path):
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")
     if accelerate is None:
         pytest.skip("accelerate CLI not installed")
-    from reward_sandbox.server import ServerOptions, make_server
+    from reward_sandbox.server import ServerOptions
 
-    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
-    port = free_port()
-    server = make_server(grader, None, ServerOptions(read_timeout_s=60), "127.0.0.1", port)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
+    from .serving import serving
+
     run = tmp_path / "run"
     overrides = [
         f"train.output_dir={run}",
@@ -84,18 +70,16 @@ def test_two_ranks_train_with_metrics_and_samples_written_once(tmp_path):
         "train.max_completion_length=224",
         "train.save_steps=2",
         "train.report_to=[]",
-        f"reward.server_url=http://127.0.0.1:{port}",
+        "reward.server_url=URL",  # set below, once the server runs
     ]
     command = [accelerate, "launch", "--config_file", str(ACCELERATE_CONFIGS / "ddp.yaml"), "--num_processes", "2"]
     command += ["--mixed_precision", "no", "-m", "rust_grpo.cli", "train", "--config", "configs/tiny-cpu.toml"]
     command += [arg for override in overrides for arg in ("--set", override)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    try:
+    with serving(None, ServerOptions(read_timeout_s=60)) as running:
+        command[command.index("reward.server_url=URL")] = f"reward.server_url={running.url}"
+        server = running.server
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
-        grader.close()
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.count("final model:") == 2  # both ranks ran to the end
 

@@ -1,50 +1,26 @@
 """The HTTP reward service and its client, on loopback, with the real sandbox behind it."""
 
 import argparse
-import socket
-import threading
-import time
 
 import pytest
 
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
-from reward_sandbox import Grader, Status  # noqa: E402
-from reward_sandbox.cache import ResultCache  # noqa: E402
+from reward_sandbox import Status  # noqa: E402
 from reward_sandbox.client import RemoteGrader, RemoteGraderError  # noqa: E402
-from reward_sandbox.server import create_app, is_loopback, serve  # noqa: E402
+from reward_sandbox.server import ServerOptions, is_loopback, serve  # noqa: E402
 from rust_grpo.rewards import RewardContext, build_reward_functions  # noqa: E402
 
-from .conftest import TEST_LIMITS  # noqa: E402
+from .serving import free_port, serving  # noqa: E402
 
 pytestmark = pytest.mark.cargo
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(grader, token="s3cret", max_batch=3, max_queue=8), host="127.0.0.1", port=port, log_level="error"
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    for _ in range(100):
-        if srv.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
-    grader.close()
+    with serving("s3cret", ServerOptions(max_batch=3, max_queue=8)) as served:
+        yield served.url
 
 
 def test_grades_batches_in_order_with_a_token(server):

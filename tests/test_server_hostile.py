@@ -14,25 +14,23 @@ import json
 import logging
 import re
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from reward_sandbox import Grader, Result, Status
+from reward_sandbox import Result, Status
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.cli import main as sandbox_main
 from reward_sandbox.client import RemoteGrader
 from reward_sandbox.httpguard import LINGER_S
-from reward_sandbox.server import ServerOptions, make_server, server_token
+from reward_sandbox.server import ServerOptions, server_token
 
-from .conftest import TEST_LIMITS
+from .serving import Served, free_port, serving
 
 pytestmark = pytest.mark.cargo
 
@@ -41,16 +39,6 @@ AUTH = f"Authorization: Bearer {TOKEN}\r\n"
 OPTIONS = ServerOptions(
     max_batch=8, max_queue=400, max_request_mb=0.25, read_timeout_s=2.0, max_connections=64, keep_alive_s=5
 )
-
-
-@dataclass
-class Served:
-    port: int
-    server: object
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
 
 class Records(logging.Handler):
@@ -64,27 +52,10 @@ class Records(logging.Handler):
         self.records.append(record)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    grader = Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache())
-    port = free_port()
-    server = make_server(grader, TOKEN, OPTIONS, "127.0.0.1", port)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield Served(port, server)
-    server.should_exit = True
-    thread.join(timeout=30)
-    grader.close()
+    with serving(TOKEN, OPTIONS) as running:
+        yield running
 
 
 def connect(port: int) -> socket.socket:
@@ -513,16 +484,8 @@ def test_a_client_that_stops_reading_a_big_answer_is_cut_off_by_the_write_deadli
     fill, writing pauses, and the connection is aborted after the deadline; meanwhile such a
     connection is the first evicted, so /healthz is answered at a full cap at once."""
     options = ServerOptions(max_batch=8, max_request_mb=1, read_timeout_s=1.0, max_connections=4)
-    grader = Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache())
-    port = free_port()
-    server = make_server(grader, TOKEN, options, "127.0.0.1", port)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        for _ in range(200):
-            if server.started:
-                break
-            time.sleep(0.05)
+    with serving(TOKEN, options, workers=1) as running:
+        port, server = running.port, running.server
         body = json.dumps({"jobs": [{"id": "i" * 30_000} for _ in range(8)]}).encode()
         one = f"POST /v1/grade HTTP/1.1\r\nHost: x\r\n{AUTH}Content-Length: {len(body)}\r\n\r\n".encode() + body
         stuck = [stuck_reader(port, one * 12) for _ in range(4)]
@@ -542,10 +505,6 @@ def test_a_client_that_stops_reading_a_big_answer_is_cut_off_by_the_write_deadli
         name = "reward_sandbox_connections_dropped_total"
         assert counter(text, name, 'reason="evicted_stuck"') == 1  # for the /healthz above
         assert counter(text, name, 'reason="write_timeout"') == 3
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        grader.close()
 
 
 @pytest.fixture(scope="module")
@@ -554,19 +513,8 @@ def tight() -> Iterator[Served]:
     options = ServerOptions(
         max_batch=8, max_request_mb=1, max_inflight_mb=2, read_timeout_s=3.0, max_connections=8, max_per_ip=4
     )
-    grader = Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache())
-    port = free_port()
-    server = make_server(grader, TOKEN, options, "127.0.0.1", port)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield Served(port, server)
-    server.should_exit = True
-    thread.join(timeout=30)
-    grader.close()
+    with serving(TOKEN, options, workers=1) as running:
+        yield running
 
 
 def test_request_bodies_are_bounded_over_all_connections_not_only_per_request(tight):
