@@ -19,14 +19,14 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import floor_one, naive_one, timed
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
@@ -36,36 +36,6 @@ from reward_sandbox.toolchain import find_toolchain
 
 def with_hidden(job: dict) -> str:
     return job["source"] + "\n#[cfg(test)]\nmod hidden {\n    use super::*;\n" + job["tests"] + "\n}\n"
-
-
-def naive_one(job: dict, cargo: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rg-naive-") as tmp:
-        root = Path(tmp)
-        (root / "src").mkdir()
-        (root / "Cargo.toml").write_text('[package]\nname = "solution"\nversion = "0.1.0"\nedition = "2021"\n')
-        (root / "src" / "lib.rs").write_text(with_hidden(job))
-        for command in (["build"], ["clippy"], ["test"]):
-            subprocess.run([cargo, *command, "--offline", "-q"], cwd=root, capture_output=True, check=False)
-
-
-def floor_one(job: dict, rustc: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rg-floor-") as tmp:
-        src, binary = Path(tmp) / "lib.rs", Path(tmp) / "t"
-        src.write_text(with_hidden(job))
-        built = subprocess.run(
-            [rustc, "--test", "--edition", "2021", "-C", "debuginfo=0", str(src), "-o", str(binary)],
-            capture_output=True,
-            check=False,
-        )
-        if built.returncode == 0:
-            subprocess.run([str(binary), "-q"], capture_output=True, check=False)
-
-
-def timed(fn, jobs: list[dict], workers: int) -> float:  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(fn, jobs))
-    return time.perf_counter() - start
 
 
 def verdict(r) -> tuple:  # type: ignore[no-untyped-def,type-arg]
@@ -95,9 +65,9 @@ def main() -> int:
 
     batched_s, batched, level = graded(jobs, args.workers, batch=True)
     single_s, single, _ = graded(jobs, args.workers, batch=False)
-    floor_s = timed(lambda j: floor_one(j, str(toolchain.rustc)), jobs, args.workers)
+    floor_s = timed(lambda s: floor_one(s, str(toolchain.rustc)), [with_hidden(j) for j in jobs], args.workers)
     naive_jobs = jobs[:: max(1, len(jobs) // args.naive_n)][: args.naive_n]
-    naive_s = timed(lambda j: naive_one(j, cargo), naive_jobs, 1)
+    naive_s = timed(lambda s: naive_one(s, cargo), [with_hidden(j) for j in naive_jobs], 1)
 
     rates = {
         "batched": len(jobs) / batched_s,

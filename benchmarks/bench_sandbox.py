@@ -14,49 +14,19 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import floor_one, naive_one, timed
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.corpus import corpus
 from reward_sandbox.toolchain import find_toolchain
-
-
-def naive_one(job: dict, cargo: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rg-naive-") as tmp:
-        root = Path(tmp)
-        (root / "src").mkdir()
-        (root / "Cargo.toml").write_text('[package]\nname = "solution"\nversion = "0.1.0"\nedition = "2021"\n')
-        (root / "src" / "lib.rs").write_text(job["source"])
-        for command in (["build"], ["clippy"], ["test"]):
-            subprocess.run([cargo, *command, "--offline", "-q"], cwd=root, capture_output=True, check=False)
-
-
-def floor_one(job: dict, rustc: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="rg-floor-") as tmp:
-        src, binary = Path(tmp) / "lib.rs", Path(tmp) / "t"
-        src.write_text(job["source"])
-        built = subprocess.run(
-            [rustc, "--test", "--edition", "2021", "-C", "debuginfo=0", str(src), "-o", str(binary)],
-            capture_output=True,
-            check=False,
-        )
-        if built.returncode == 0:
-            subprocess.run([str(binary), "-q"], capture_output=True, check=False)
-
-
-def timed(fn, jobs: list[dict], workers: int) -> float:  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(fn, jobs))
-    return time.perf_counter() - start
 
 
 def main() -> int:
@@ -77,8 +47,8 @@ def main() -> int:
         results = grader.grade(jobs)
         harness_s = time.perf_counter() - start
         level = grader.level
-    floor_s = timed(lambda j: floor_one(j, str(toolchain.rustc)), jobs, args.workers)
-    naive_s = timed(lambda j: naive_one(j, cargo), naive_jobs, 1)
+    floor_s = timed(lambda s: floor_one(s, str(toolchain.rustc)), [j["source"] for j in jobs], args.workers)
+    naive_s = timed(lambda s: naive_one(s, cargo), [j["source"] for j in naive_jobs], 1)
 
     rates = {
         "harness": len(jobs) / harness_s,
