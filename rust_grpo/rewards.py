@@ -85,7 +85,13 @@ class Evaluation:
 
     @property
     def builds(self) -> bool:
-        return self.result is not None and self.result.build.ok
+        """The program compiles *as an answer*: on its own, and, when the row has hidden tests, with
+        them (they compiled and ran). A program that leaves out the asked function, or changes its
+        signature, compiles alone but answers nothing: a policy learns to write such stubs when
+        compiling alone is paid (seen in a SmolLM2 run: a struct without the asked function)."""
+        if self.result is None or not self.result.build.ok:
+            return False
+        return not self.has_hidden or self.result.tests.hidden.ran
 
     @property
     def clippy_clean(self) -> bool:
@@ -300,7 +306,7 @@ def tests_present_reward(e: Evaluation, min_tests: int) -> float:
 
 
 def build_reward(e: Evaluation, _min_tests: int) -> float:
-    """1 when the program compiles (lints never decide this)."""
+    """1 when the program compiles as an answer (see :attr:`Evaluation.builds`; lints never decide this)."""
     return 1.0 if e.builds else 0.0
 
 

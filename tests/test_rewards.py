@@ -116,6 +116,21 @@ def test_partial_hidden_credit_and_rows_without_hidden_tests(grader):
     assert table["hidden_tests"] == [None]  # not applicable: TRL drops it instead of counting 0
 
 
+def test_a_program_that_compiles_without_the_asked_function_does_not_build_as_an_answer(grader):
+    """Compiling alone is not enough when the row has hidden tests: they must compile against the
+    program (the asked function is there, under its name, callable as the tests call it)."""
+    missing = answer("pub struct Adder { pub a: i32 }")
+    renamed = answer("pub fn plus(a: i32, b: i32) -> i32 {\n    a + b\n}")
+    table, context = rewards_for(grader, [missing, renamed, WRONG])
+    assert table["build"] == [0.0, 0.0, 1.0]  # a wrong body still builds: the hidden tests judge it
+    assert table["clippy"][:2] == [0.0, 0.0] and table["hidden_tests"] == [0.0, 0.0, 0.0]
+    evaluations = context.evaluate([missing, renamed, WRONG], {"tests": [HIDDEN] * 3, "test_mode": ["unit"] * 3})
+    assert [e.result.build.ok for e in evaluations] == [True, True, True]  # each compiles alone
+    assert batch_metrics(evaluations)["rates/build"] == pytest.approx(1 / 3)
+    table, _ = rewards_for(grader, [missing], tests="")
+    assert table["build"] == [1.0]  # no hidden tests: compiling alone is all there is to check
+
+
 def test_a_dead_grader_makes_every_reward_unknown_so_trl_drops_the_completion(caplog):
     """TRL sums the rewards that are not None: if format alone stayed a number, a sandbox fault would
     score exactly like broken code. The real HTTP client, pointed at a port nobody listens on."""
