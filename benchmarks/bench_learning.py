@@ -58,13 +58,15 @@ def main() -> int:
     parser.add_argument("--config", default="configs/smollm-cpu.toml")
     parser.add_argument("--heldout", type=int, default=16, help="held-out problems (the easiest of the eval set)")
     parser.add_argument("--heldout-data", default="data/eval.jsonl")
-    parser.add_argument("--samples", type=int, default=4, help="samples per held-out problem and stage")
+    parser.add_argument("--samples", type=int, default=8, help="samples per held-out problem and stage")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--batch-problems", type=int, default=4)
     parser.add_argument("--grpo-steps", type=int, default=0, help="0 = the config's train.max_steps")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on 2 busy cores)")
+    parser.add_argument(
+        "--threads", type=int, default=2, help="torch threads (on 2 cores busy with other jobs, 1 is faster)"
+    )
     parser.add_argument("--target", type=float, default=0.10, help="build gain of GRPO over SFT to call it a pass")
     parser.add_argument("--set", action="append", default=[], help="config override, e.g. train.learning_rate=1e-4")
     parser.add_argument("--out", type=Path, default=Path("runs/bench"))
