@@ -2,7 +2,7 @@
 
 uvicorn alone lets a client hold a connection forever by sending half a request (its keep-alive
 timer only runs between requests), and its ``limit_concurrency`` answers 503 to everyone once idle
-connections fill it, ``/healthz`` included. This protocol adds two things and nothing else:
+connections fill it, ``/healthz`` included. This protocol adds:
 
 * a read deadline: a request (headers and body) must arrive in full within ``read_timeout_s`` of
   the connection opening or of the previous response; otherwise the connection is dropped (with a
