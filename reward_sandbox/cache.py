@@ -42,15 +42,28 @@ def default_cache_dir() -> Path:
 class ResultCache:
     """An in-memory LRU in front of an optional directory of JSON files (atomic writes).
 
-    The memory part holds each result as its JSON text and is bounded in bytes, not items: one
-    result with a megabyte of compiler warnings costs what it weighs."""
+    Both parts are bounded in bytes, not items: one result with a megabyte of compiler warnings
+    costs what it weighs. The memory part holds each result as its JSON text. The directory is
+    bounded too, because a long-lived server writes one file per new program, and a client that
+    sends endless distinct programs would otherwise fill the disk: past ``disk_bytes`` the least
+    recently used files go (a disk hit refreshes its file's time) until 80% of the bound is left."""
 
-    def __init__(self, directory: Path | None = None, memory_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        memory_bytes: int = 64 * 1024 * 1024,
+        disk_bytes: int = 1024 * 1024 * 1024,
+    ) -> None:
+        if disk_bytes <= 0:
+            raise ValueError(f"disk_bytes must be positive, got {disk_bytes}")
         self.directory = directory
         self.memory_bytes = memory_bytes
         self.memory_used = 0
+        self.disk_bytes = disk_bytes
+        self._disk_used: int | None = None  # measured by a scan at the first write
         self._memory: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+        self._prune_lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
@@ -67,6 +80,7 @@ class ResultCache:
             try:
                 text = self._path(key).read_text()
                 json.loads(text)  # a torn or foreign file is a miss
+                os.utime(self._path(key))  # recently used: pruned last
             except (OSError, ValueError):
                 text = None
         with self._lock:
@@ -89,6 +103,49 @@ class ResultCache:
             tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(text)
             os.replace(tmp, path)
+            self._account(disk_cost(len(text.encode())))
+
+    @property
+    def disk_used(self) -> int:
+        """Bytes the directory's result files take (as last measured, plus what this cache wrote since)."""
+        if self._disk_used is None:
+            self._prune(scan_only=True)
+        return self._disk_used or 0
+
+    def _account(self, cost: int) -> None:
+        with self._lock:
+            if self._disk_used is not None:
+                self._disk_used += cost
+            over = self._disk_used is None or self._disk_used > self.disk_bytes
+        if over:
+            self._prune()
+
+    def _prune(self, scan_only: bool = False) -> None:
+        """Measure the directory (other processes may share it) and, when it is over its bound,
+        delete the least recently used files until 80% of the bound is left."""
+        assert self.directory is not None
+        if not self._prune_lock.acquire(blocking=False):
+            return  # another thread is pruning; its scan will see this file too
+        try:
+            files = []
+            for path in self.directory.glob("*/*.json"):
+                try:
+                    st = path.stat()
+                except OSError:  # pruned by another process meanwhile
+                    continue
+                files.append((st.st_mtime, disk_cost(st.st_size), path))
+            total = sum(cost for _, cost, _ in files)
+            if not scan_only and total > self.disk_bytes:
+                files.sort()
+                for _, cost, path in files:
+                    if total <= self.disk_bytes * 0.8:
+                        break
+                    path.unlink(missing_ok=True)
+                    total -= cost
+            with self._lock:
+                self._disk_used = total
+        finally:
+            self._prune_lock.release()
 
     def _remember(self, key: str, text: str) -> None:
         """Newest last; the oldest go until the texts fit (one larger than the whole budget is not kept)."""
@@ -103,6 +160,11 @@ class ResultCache:
         while self.memory_used > self.memory_bytes:
             dropped_key, dropped = self._memory.popitem(last=False)
             self.memory_used -= entry_cost(dropped_key, dropped)
+
+
+def disk_cost(size: int) -> int:
+    """What a file of ``size`` bytes takes on disk: whole 4 KiB blocks (a small result still takes one)."""
+    return -(-max(size, 1) // 4096) * 4096
 
 
 def entry_cost(key: str, text: str) -> int:

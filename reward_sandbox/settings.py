@@ -57,6 +57,7 @@ class Settings:
     limits: Limits = _f(Limits, "resource limits of every job (see Limits)")
     cache_dir: str = _f("", "on-disk result cache directory ('' = in memory only)")
     cache_memory_mb: float = _f(64.0, "in-memory result cache size in MB (results held as JSON text)")
+    cache_disk_mb: float = _f(1024.0, "on-disk result cache bound in MB (the least recently used results go first)")
     server_urls: tuple[str, ...] = _f(
         (), "grade on these `reward-sandbox serve` URLs instead of a local pool (a batch is spread over them)"
     )
@@ -81,6 +82,8 @@ class Settings:
             )
         if not self.cache_memory_mb >= 0:
             raise ValueError(f"cache_memory_mb must be at least 0, got {self.cache_memory_mb!r}")
+        if not self.cache_disk_mb > 0:
+            raise ValueError(f"cache_disk_mb must be positive, got {self.cache_disk_mb!r}")
         if self.server_timeout_s <= 0 or self.server_retries < 0:
             raise ValueError("server_timeout_s must be positive and server_retries at least 0")
 
@@ -108,6 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, local_only: bool = False) 
     parser.add_argument("--cache-dir", default=None, help=helps["cache_dir"] + " (default: ~/.cache/reward-sandbox)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
     parser.add_argument("--cache-memory-mb", type=float, default=64.0, help=helps["cache_memory_mb"])
+    parser.add_argument("--cache-disk-mb", type=float, default=1024.0, help=helps["cache_disk_mb"])
     if not local_only:
         parser.add_argument("--server", action="append", default=[], help=helps["server_urls"] + " (repeatable)")
 
@@ -129,6 +133,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         limits=limits,
         cache_dir=cache_dir,
         cache_memory_mb=getattr(args, "cache_memory_mb", 64.0),
+        cache_disk_mb=getattr(args, "cache_disk_mb", 1024.0),
         server_urls=tuple(u for given in getattr(args, "server", ()) or () for u in split_urls(given)),
     )
 
@@ -148,7 +153,9 @@ def open_grader(settings: Settings) -> GraderLike:
     from .pool import Grader
 
     cache = ResultCache(
-        Path(settings.cache_dir) if settings.cache_dir else None, int(settings.cache_memory_mb * 1024 * 1024)
+        Path(settings.cache_dir) if settings.cache_dir else None,
+        memory_bytes=int(settings.cache_memory_mb * 1024 * 1024),
+        disk_bytes=max(1, int(settings.cache_disk_mb * 1024 * 1024)),
     )
     return Grader(
         workers=settings.workers or None,

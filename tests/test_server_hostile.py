@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import re
 import socket
 import time
@@ -24,7 +25,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from reward_sandbox import Result, Status
-from reward_sandbox.cache import ResultCache
+from reward_sandbox.cache import ResultCache, disk_cost
 from reward_sandbox.cli import main as sandbox_main
 from reward_sandbox.client import RemoteGrader
 from reward_sandbox.httpguard import LINGER_S
@@ -316,6 +317,26 @@ def test_the_memory_cache_is_bounded_in_bytes_not_items():
     assert cache.get("k59") is not None and cache.get("k0") is None
     cache.put("huge", Result(id="h", status=Status.OK, reason="x" * 2_000_000))  # larger than the whole budget
     assert cache.get("huge") is None and cache.memory_used <= 1_000_000
+
+
+def test_the_disk_cache_is_bounded_in_bytes_least_recently_used_first(tmp_path):
+    """A client sending endless distinct programs makes the server write endless result files;
+    the directory stays within its bound, and what was read recently is what stays."""
+    budget = 400_000
+    cache = ResultCache(tmp_path, memory_bytes=0, disk_bytes=budget)
+    warnings = "warning: unused variable\n" * 400  # ~10 KB per result file
+    for n in range(200):  # ~2 MB written in all: five times the bound
+        key = f"{n:064x}"
+        cache.put(key, Result(id=str(n), status=Status.OK, reason=warnings))
+        os.utime(tmp_path / key[:2] / f"{key}.json", (n, n))  # distinct times in write order (no sleeping)
+        if n > 5 and n % 10 == 0:
+            assert cache.get(f"{5:064x}") is not None  # read again and again: its time becomes now
+    on_disk = sum(disk_cost(f.stat().st_size) for f in tmp_path.rglob("*.json"))
+    assert on_disk <= budget and cache.disk_used == on_disk
+    fresh = ResultCache(tmp_path, memory_bytes=0, disk_bytes=budget)  # nothing from memory: the files answer
+    assert fresh.get(f"{199:064x}") is not None  # the newest stays
+    assert fresh.get(f"{5:064x}") is not None  # an old one in use stays
+    assert fresh.get(f"{0:064x}") is None and fresh.get(f"{1:064x}") is None  # old and unused: gone
 
 
 def test_the_memory_cache_counts_what_each_entry_really_costs():
