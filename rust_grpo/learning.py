@@ -18,6 +18,7 @@ from .data import Problem
 Z95 = 1.959963984540054
 STAGES = ("base", "sft", "grpo")
 RATES = {"format": "format_ok", "build": "build_ok", "hidden_pass": "hidden_pass"}
+PLOTTED = (*RATES, "hidden_share")  # the rates, and the mean share of hidden tests passed
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -61,9 +62,18 @@ def weighted_reward(rewards: dict[str, float | None], weights: dict[str, float])
     return total
 
 
+def hidden_share(record: dict[str, Any]) -> float:
+    """The share of its hidden tests a completion passes (0 when it does not build as an answer):
+    partial correctness, which moves long before every test passes."""
+    tests = record.get("hidden_tests") or {}
+    total = int(tests.get("total") or 0)
+    return int(tests.get("passed") or 0) / total if total and record.get("build_ok") else 0.0
+
+
 def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> dict[str, Any]:
-    """``{"n", "format", "build", "hidden_pass", "mean_reward"}`` plus ``<name>_ci`` 95% intervals,
-    from ``score_completions`` records (completions the sandbox could not grade are left out)."""
+    """``{"n", "format", "build", "hidden_pass", "hidden_share", "mean_reward"}`` plus ``<name>_ci``
+    95% intervals, from ``score_completions`` records (completions the sandbox could not grade are
+    left out)."""
     graded = [r for r in records if r.get("status") != "sandbox_error" and not r.get("unknown_problem")]
     n = len(graded)
     out: dict[str, Any] = {"n": n}
@@ -71,6 +81,9 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
         k = sum(bool(r[key]) for r in graded)
         out[name] = round(k / n, 4) if n else 0.0
         out[f"{name}_ci"] = [round(x, 4) for x in wilson_interval(k, n)]
+    shares = [hidden_share(r) for r in graded]
+    out["hidden_share"] = round(sum(shares) / n, 4) if n else 0.0
+    out["hidden_share_ci"] = [round(max(0.0, x), 4) for x in mean_interval(shares)]
     rewards = [v for r in graded if (v := weighted_reward(r.get("rewards", {}), weights)) is not None]
     out["mean_reward"] = round(sum(rewards) / len(rewards), 4) if rewards else 0.0
     out["mean_reward_ci"] = [round(x, 4) for x in mean_interval(rewards)]
@@ -92,7 +105,7 @@ def easiest(problems: Sequence[Problem], k: int) -> list[Problem]:
 
 
 def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: Path) -> Path:
-    """Left: the three stages' rates with 95% intervals. Right: GRPO's per-step mean reward with a
+    """Left: the three stages' rates and hidden-test share with 95% intervals. Right: GRPO's per-step mean reward with a
     band of +-1 standard deviation of that step's rewards, and the step's build rate."""
     import matplotlib
 
@@ -103,14 +116,15 @@ def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: 
     width = 0.26
     for i, stage in enumerate(STAGES):
         m = report["stages"][stage]
-        xs = [j + (i - 1) * width for j in range(len(RATES))]
-        ys = [m[name] for name in RATES]
+        names = [name for name in PLOTTED if name in m]  # reports from before hidden_share lack it
+        xs = [j + (i - 1) * width for j in range(len(names))]
+        ys = [m[name] for name in names]
         errs = [
-            [y - m[f"{name}_ci"][0] for name, y in zip(RATES, ys)],
-            [m[f"{name}_ci"][1] - y for name, y in zip(RATES, ys)],
+            [max(0.0, y - m[f"{name}_ci"][0]) for name, y in zip(names, ys)],
+            [max(0.0, m[f"{name}_ci"][1] - y) for name, y in zip(names, ys)],
         ]
         left.bar(xs, ys, width, yerr=errs, capsize=3, label=f"{stage} (n={m['n']})")
-    left.set_xticks(range(len(RATES)), list(RATES))
+    left.set_xticks(range(len(names)), names)
     left.set_ylim(0, 1)
     left.set_ylabel("rate on held-out problems")
     left.set_title(f"{report['model']}: held-out, 95% intervals")

@@ -21,9 +21,17 @@ from rust_grpo.learning import (
 WEIGHTS = {"format": 0.5, "build": 1.0, "hidden_tests": 1.0, "clippy": 0.0}
 
 
-def record(fmt: bool, build: bool, hidden: bool, status: str = "ok") -> dict[str, object]:
+def record(fmt: bool, build: bool, hidden: bool, status: str = "ok", passed: int = -1) -> dict[str, object]:
     rewards = {"format": float(fmt), "build": float(build), "hidden_tests": float(hidden), "clippy": None}
-    return {"status": status, "format_ok": fmt, "build_ok": build, "hidden_pass": hidden, "rewards": rewards}
+    tests = {"passed": 4 if hidden else max(passed, 0), "total": 4} if build else None
+    return {
+        "status": status,
+        "format_ok": fmt,
+        "build_ok": build,
+        "hidden_pass": hidden,
+        "hidden_tests": tests,
+        "rewards": rewards,
+    }
 
 
 def test_wilson_interval_known_values() -> None:
@@ -50,7 +58,7 @@ def test_weighted_reward_skips_zero_weights_and_unknowns() -> None:
 def test_stage_metrics_schema_and_rates() -> None:
     records = [
         record(True, True, True),
-        record(True, True, False),
+        record(True, True, False, passed=1),
         record(True, False, False),
         record(False, False, False),
     ]
@@ -58,6 +66,8 @@ def test_stage_metrics_schema_and_rates() -> None:
     m = stage_metrics(records, WEIGHTS)
     assert {"n", "format", "build", "hidden_pass", "mean_reward"} <= set(m)
     assert m["n"] == 4 and m["format"] == 0.75 and m["build"] == 0.5 and m["hidden_pass"] == 0.25
+    assert m["hidden_share"] == pytest.approx((1 + 0.25 + 0 + 0) / 4)  # partial credit; no build, no share
+    assert m["hidden_share_ci"][0] < m["hidden_share"] < m["hidden_share_ci"][1]
     assert m["mean_reward"] == pytest.approx((2.5 + 1.5 + 0.5 + 0) / 4)
     lo, hi = m["build_ci"]
     assert lo < 0.5 < hi
