@@ -135,6 +135,15 @@ def _dtype(name: str) -> Any:
     return {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere torch emulates
+    it, and bf16 autocast can be slower than float32."""
+    import torch
+
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
 def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tuple[Any, RewardContext]:
     """Everything up to ``trainer.train()``: model, tokenizer, data, rewards, callbacks."""
     from datasets import Dataset
@@ -149,6 +158,10 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
             raise RuntimeError(
                 "vllm.enabled needs vLLM and a CUDA GPU: pip install -e '.[vllm]' (or set vllm.enabled=false)"
             )
+    if cfg.train.use_cpu and cfg.train.bf16 and not cpu_has_native_bf16():
+        log.warning(
+            "train.bf16 on a CPU without AVX512-BF16 or AMX is emulated and may be slower: try train.bf16=false"
+        )
     out = Path(cfg.train.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if is_main_process():

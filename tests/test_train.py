@@ -59,6 +59,19 @@ def test_grpo_steps_write_metrics_samples_checkpoints_and_plots_then_resume(tmp_
     assert [r["step"] for r in steps if "reward" in r] == [1, 2, 3]  # continued, not restarted
 
 
+def test_a_cpu_step_under_bf16_autocast_runs_and_keeps_float32_weights(tmp_path):
+    """The SmolLM2 preset trains with bf16 autocast on the CPU (half the forward/backward time on
+    AVX512-BF16): a real step runs, and the weights it saves stay float32 (autocast, not a cast)."""
+    from safetensors.torch import load_file
+
+    cfg = tiny_config(tmp_path, "train.bf16=true", "train.max_steps=1")
+    final = train(cfg)
+    steps = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps if "reward" in r] == [1]
+    weights = load_file(str(final / "adapter_model.safetensors"))
+    assert weights and {str(t.dtype) for t in weights.values()} == {"torch.float32"}
+
+
 def test_warm_started_tiny_policy_writes_code_that_the_sandbox_grades(tmp_path):
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200", "train.max_completion_length=224", "train.max_steps=1")
     train(cfg)
