@@ -3,11 +3,14 @@ verdict, so they are never compiled twice (in a batch or across runs)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -15,6 +18,8 @@ from .jobs import Job
 from .limits import Limits
 from .results import Result
 from .status import Status
+
+log = logging.getLogger("reward_sandbox")
 
 HARNESS_VERSION = "6"  # bump when grading logic changes what a result says
 UNCACHEABLE = {Status.SANDBOX_ERROR, Status.INVALID_INPUT}  # our fault or the input's, never the program's
@@ -80,9 +85,11 @@ class ResultCache:
             try:
                 text = self._path(key).read_text()
                 json.loads(text)  # a torn or foreign file is a miss
-                os.utime(self._path(key))  # recently used: pruned last
             except (OSError, ValueError):
                 text = None
+            else:
+                with contextlib.suppress(OSError):  # a read-only cache still answers
+                    os.utime(self._path(key))  # recently used: pruned last
         with self._lock:
             if text is None:
                 self.misses += 1
@@ -99,10 +106,16 @@ class ResultCache:
             self._remember(key, text)
         if self.directory is not None:
             path = self._path(key)
-            path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_text(text)
+                os.replace(tmp, path)
+            except OSError as exc:  # a full or read-only disk: the cache is an optimisation, grading goes on
+                log.warning("result cache: cannot write %s: %s", path, exc)
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                return
             self._account(disk_cost(len(text.encode())))
 
     @property
@@ -128,12 +141,16 @@ class ResultCache:
             return  # another thread is pruning; its scan will see this file too
         try:
             files = []
-            for path in self.directory.glob("*/*.json"):
+            stale = time.time() - 60  # a temporary file this old was left by a writer that died
+            for path in self.directory.glob("*/*"):
                 try:
                     st = path.stat()
                 except OSError:  # pruned by another process meanwhile
                     continue
-                files.append((st.st_mtime, disk_cost(st.st_size), path))
+                if path.suffix == ".tmp" and st.st_mtime < stale:
+                    path.unlink(missing_ok=True)
+                elif path.suffix == ".json":
+                    files.append((st.st_mtime, disk_cost(st.st_size), path))
             total = sum(cost for _, cost, _ in files)
             if not scan_only and total > self.disk_bytes:
                 files.sort()

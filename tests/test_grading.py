@@ -112,6 +112,15 @@ def test_duplicates_compile_once_and_the_cache_answers_repeats():
     assert cache.hits == 1
 
 
+def test_a_cache_directory_that_cannot_be_written_does_not_fail_grading(tmp_path):
+    """A full or unwritable cache disk loses the cache, never the verdicts."""
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    with Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache(blocked)) as g:
+        results = g.grade([{"id": "a", "source": ADD}, {"id": "b", "source": ADD}])
+    assert [(r.id, r.status) for r in results] == [("a", Status.OK), ("b", Status.OK)]
+
+
 def test_disk_cache_survives_a_new_grader(tmp_path):
     with Grader(workers=1, limits=TEST_LIMITS, cache=ResultCache(tmp_path)) as g:
         assert not g.grade([{"id": "a", "source": ADD}])[0].cached

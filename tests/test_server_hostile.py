@@ -324,6 +324,9 @@ def test_the_disk_cache_is_bounded_in_bytes_least_recently_used_first(tmp_path):
     the directory stays within its bound, and what was read recently is what stays."""
     budget = 400_000
     cache = ResultCache(tmp_path, memory_bytes=0, disk_bytes=budget)
+    (tmp_path / "00").mkdir()
+    (tmp_path / "00" / "dead-writer.tmp").write_text("x" * 100_000)  # left by a writer that died
+    os.utime(tmp_path / "00" / "dead-writer.tmp", (0, 0))
     warnings = "warning: unused variable\n" * 400  # ~10 KB per result file
     for n in range(200):  # ~2 MB written in all: five times the bound
         key = f"{n:064x}"
@@ -331,6 +334,7 @@ def test_the_disk_cache_is_bounded_in_bytes_least_recently_used_first(tmp_path):
         os.utime(tmp_path / key[:2] / f"{key}.json", (n, n))  # distinct times in write order (no sleeping)
         if n > 5 and n % 10 == 0:
             assert cache.get(f"{5:064x}") is not None  # read again and again: its time becomes now
+    assert not (tmp_path / "00" / "dead-writer.tmp").exists()
     on_disk = sum(disk_cost(f.stat().st_size) for f in tmp_path.rglob("*.json"))
     assert on_disk <= budget and cache.disk_used == on_disk
     fresh = ResultCache(tmp_path, memory_bytes=0, disk_bytes=budget)  # nothing from memory: the files answer
