@@ -82,14 +82,15 @@ class ResultCache:
             if text is not None:
                 self._memory.move_to_end(key)
         if text is None and self.directory is not None:
+            path = self._path(key)
             try:
-                text = self._path(key).read_text()
+                text = path.read_text()
                 json.loads(text)  # a torn or foreign file is a miss
             except (OSError, ValueError):
                 text = None
             else:
                 with contextlib.suppress(OSError):  # a read-only cache still answers
-                    os.utime(self._path(key))  # recently used: pruned last
+                    os.utime(path)  # recently used: pruned last
         with self._lock:
             if text is None:
                 self.misses += 1

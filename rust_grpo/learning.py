@@ -105,8 +105,9 @@ def easiest(problems: Sequence[Problem], k: int) -> list[Problem]:
 
 
 def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: Path) -> Path:
-    """Left: the three stages' rates and hidden-test share with 95% intervals. Right: GRPO's per-step mean reward with a
-    band of +-1 standard deviation of that step's rewards, and the step's build rate."""
+    """Left: the three stages' rates and hidden-test share with 95% intervals. Right: GRPO's
+    per-step mean reward with a band of +-1 standard deviation of that step's rewards, and the
+    step's build rate."""
     import matplotlib
 
     matplotlib.use("Agg")
