@@ -27,7 +27,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 demo: $(STAMP)
-	$(VENV)/bin/rust-grpo demo --out runs/demo
+	$(VENV)/bin/rust-grpo demo --out runs/demo --overwrite
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sandbox.py

@@ -99,7 +99,7 @@ def main() -> int:
     stages["base"] = score_stage("base", base, None, heldout, args, cfg)
     sft = resolve_model_path(cfg.model, train_problems, fmt)  # the cold start, cached: train() reuses it
     stages["sft"] = score_stage("sft", sft, None, heldout, args, cfg)
-    final = train(cfg)
+    final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
     stages["grpo"] = score_stage("grpo", sft, str(final), heldout, args, cfg)
 
     steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]

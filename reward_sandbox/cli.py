@@ -14,6 +14,7 @@ from typing import Any
 from .cgroups import cgroup_problem
 from .isolation import IsolationUnavailable, choose_level
 from .jobs import InvalidJob
+from .outfiles import check_output_file, write_lines
 from .pool import Grader
 from .results import Result
 from .runner import runner_path
@@ -57,6 +58,7 @@ def _progress(total: int) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    check_output_file(args.output, overwrite=args.overwrite)
     records = read_jsonl(args.input)
     settings = settings_from_args(args)
     start = time.monotonic()
@@ -80,10 +82,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         grader.close()
     elapsed = time.monotonic() - start
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as fh:
-        for result in results:
-            fh.write(json.dumps(result.to_dict()) + "\n")
+    write_lines(args.output, (json.dumps(result.to_dict()) for result in results))
     counts = Counter(r.status.value for r in results)
     summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
     print(
@@ -118,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="grade jobs from a JSONL file")
     run.add_argument("--input", "-i", type=Path, required=True, help="JSONL of jobs")
     run.add_argument("--output", "-o", type=Path, required=True, help="JSONL of results (input order)")
+    run.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     add_arguments(run)
     run.set_defaults(func=cmd_run)
     check = sub.add_parser("check", help="show the toolchain and the isolation level available here")

@@ -43,20 +43,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.set)
     log.info("resolved config:\n%s", cfg.to_json())
-    print(f"final model: {train(cfg, resume=args.resume)}")
+    print(f"final model: {train(cfg, resume=args.resume, overwrite=args.overwrite)}")
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    import shutil
-
     from .demo import run_demo
 
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()):  # a later --resume must never pick up another run's checkpoints
-        print(f"rust-grpo demo: {out} holds an earlier run; starting clean there", file=sys.stderr)
-        shutil.rmtree(out)
-    run_demo(out, steps=args.steps)
+    run_demo(Path(args.out), steps=args.steps, overwrite=args.overwrite)
     return 0
 
 
@@ -92,6 +86,7 @@ def _score_and_report(
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from .outdir import claim_output_dir
     from .scoring import read_completions
 
     completions, errors = read_completions(Path(args.completions))
@@ -100,6 +95,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not completions:
         print(f"rust-grpo score: no usable completions in {args.completions}", file=sys.stderr)
         return 2
+    claim_output_dir(Path(args.out), "report", overwrite=args.overwrite)
     return _score_and_report(
         completions,
         _problems_by_id(args.dataset),
@@ -112,6 +108,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .data import load_problems
     from .evaluate import SamplingSettings, generate, write_completions
+    from .outdir import claim_output_dir
+
+    claim_output_dir(Path(args.out), "report", overwrite=args.overwrite)
 
     settings = SamplingSettings(
         samples=args.samples,
@@ -189,12 +188,15 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_data_difficulty(args: argparse.Namespace) -> int:
+    from reward_sandbox.outfiles import check_output_file
+
     from .data import load_problems
     from .difficulty import split_by_difficulty
     from .evaluate import SamplingSettings, generate
     from .importers import write_problems
     from .scoring import score_completions
 
+    check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input, max_rows=args.limit)
     fmt = run_config(args.config).data.format() if args.config else None
     settings = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature)
@@ -212,9 +214,12 @@ def cmd_data_difficulty(args: argparse.Namespace) -> int:
 
 
 def cmd_data_filter(args: argparse.Namespace) -> int:
+    from reward_sandbox.outfiles import check_output_file
+
     from .data import load_problems
     from .importers import write_problems
 
+    check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input)
     jobs = [p.job_or_invalid(p.solution) for p in problems]
     with _grader(args, "filtering") as grader:
@@ -238,8 +243,11 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
 
 
 def cmd_data_import(args: argparse.Namespace) -> int:
+    from reward_sandbox.outfiles import check_output_file
+
     from .importers import import_problems, write_problems
 
+    check_output_file(Path(args.out), overwrite=args.overwrite)
     problems, skipped = import_problems(args.format, Path(args.source))
     for s in skipped:
         log.warning("skipped %s", s)
@@ -278,10 +286,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. train.max_steps=10")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in train.output_dir")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier run in train.output_dir")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("demo", help="offline CPU demo: tiny model, real sandboxed rewards, metrics and plots")
-    p.add_argument("--out", default="runs/demo", help="the run's directory (refused if it holds another run)")
+    p.add_argument(
+        "--out", default="runs/demo", help="the run's folder: new or empty, or an earlier run with --overwrite"
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier run in --out")
     p.add_argument("--steps", type=int, default=8, help="GRPO steps after the warm start")
     p.set_defaults(func=cmd_demo)
 
@@ -306,7 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=4, help="problems per generation batch (hf)")
     p.add_argument("--limit", type=int, default=0, help="first N problems only")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
-    p.add_argument("--out", default="runs/eval", help="where completions.jsonl and the report go")
+    p.add_argument(
+        "--out", default="runs/eval", help="where completions.jsonl and the report go (a new or empty folder)"
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     p.add_argument(
         "--repair-turns",
         type=int,
@@ -324,7 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dataset", required=True, help="problems with hidden tests, matched by problem_id (e.g. data/eval.jsonl)"
     )
-    p.add_argument("--out", default="runs/score", help="where report.json, report.md, report.png and results.jsonl go")
+    p.add_argument(
+        "--out",
+        default="runs/score",
+        help="where report.json, report.md, report.png and results.jsonl go (a new or empty folder)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_score)
@@ -348,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = data.add_parser("filter", help="keep only rows whose code passes its tests")
     p.add_argument("input", help="problems to filter (.jsonl/.parquet, our schema or Oxen's)")
     p.add_argument("--out", required=True, help="JSONL of the rows kept")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--clippy", action="store_true", help="also require clippy-clean code")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
@@ -365,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     p.add_argument("--limit", type=int, default=0, help="first N problems only")
     p.add_argument("--out", required=True, help="JSONL of the prompts kept")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_difficulty)
@@ -374,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, choices=FORMATS, help="the suite's upstream format")
     p.add_argument("source", help="the upstream file or directory")
     p.add_argument("--out", required=True, help="JSONL of problems in our schema")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_data_import)
     p = data.add_parser("build", help="build data/train.jsonl, eval.jsonl and demo.jsonl from data/source/*.rsp")
     p.add_argument("--source", default="data/source", help="the human-written problem sources (data/source)")
@@ -387,13 +410,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     logging.getLogger("rust_grpo").setLevel(logging.INFO)
     from reward_sandbox import IsolationUnavailable, ToolchainError
+    from reward_sandbox.outfiles import OutputPathError
 
     from .config import ConfigError
     from .data import DataError
 
     try:
         return int(args.func(args))
-    except (ConfigError, DataError, IsolationUnavailable, ToolchainError, FileNotFoundError) as exc:
+    except (ConfigError, DataError, IsolationUnavailable, ToolchainError, FileNotFoundError, OutputPathError) as exc:
         print(f"rust-grpo: error: {exc}", file=sys.stderr)
         return 2
 

@@ -33,12 +33,16 @@ def _score(model: str, adapter: str | None, problems: list[Any], fmt: Any, sampl
     return {"n": n, **{name: sum(bool(r[key]) for r in records) / n for name, key in RATES.items()}}
 
 
-def run_demo(out: Path, steps: int = 8, config: Path = DEMO_CONFIG, samples: int = 2) -> dict[str, Any]:
-    """Train the tiny model with real sandboxed rewards, then score the same problems before and after."""
+def run_demo(
+    out: Path, steps: int = 8, config: Path = DEMO_CONFIG, samples: int = 2, overwrite: bool = False
+) -> dict[str, Any]:
+    """Train the tiny model with real sandboxed rewards, then score the same problems before and after.
+
+    ``overwrite`` replaces an earlier run in ``out``; any other content there is refused (``train``)."""
     from .train import resolve_model_path
 
     cfg = load_config(config, [f'train.output_dir="{out}"', f"train.max_steps={steps}"])
-    final = train(cfg)
+    final = train(cfg, overwrite=overwrite)
     problems = cfg.data.problems()
     fmt = cfg.data.format()
     base = resolve_model_path(cfg.model, problems, fmt)

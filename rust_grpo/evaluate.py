@@ -146,7 +146,9 @@ def generate(
 def write_completions(path: Path, completions: list[Completion]) -> None:
     import json
 
+    from reward_sandbox.outfiles import write_lines
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for c in completions:
-            fh.write(json.dumps({"problem_id": c.problem_id, "sample": c.sample, "completion": c.text}) + "\n")
+    write_lines(
+        path, (json.dumps({"problem_id": c.problem_id, "sample": c.sample, "completion": c.text}) for c in completions)
+    )

@@ -190,7 +190,7 @@ def import_problems(fmt: str, source: Path) -> tuple[list[Problem], list[str]]:
 
 
 def write_problems(path: Path, problems: list[Problem]) -> None:
+    from reward_sandbox.outfiles import write_lines
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for p in problems:
-            fh.write(json.dumps(p.to_dict()) + "\n")
+    write_lines(path, (json.dumps(p.to_dict()) for p in problems))

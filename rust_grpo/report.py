@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reward_sandbox.outfiles import write_lines, write_text
+
 RATE_LABELS = {
     "format": "format ok",
     "build": "builds",
@@ -119,11 +121,9 @@ def write_report(
         "markdown": out_dir / "report.md",
         "plot": out_dir / "report.png",
     }
-    with open(paths["results"], "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r) + "\n")
-    paths["report"].write_text(json.dumps({"title": title, "meta": meta or {}, **summary}, indent=2))
-    paths["markdown"].write_text(markdown(summary, title))
+    write_lines(paths["results"], (json.dumps(r) for r in records))
+    write_text(paths["report"], json.dumps({"title": title, "meta": meta or {}, **summary}, indent=2))
+    write_text(paths["markdown"], markdown(summary, title))
     plot_summary(summary, paths["plot"], title)
     return paths
 

@@ -220,15 +220,18 @@ def latest_checkpoint(output_dir: Path) -> str | None:
     return str(checkpoints[-1]) if checkpoints else None
 
 
-def train(cfg: RunConfig, resume: bool = False) -> Path:
-    """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir."""
+def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path:
+    """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir, ``overwrite``
+    replaces an earlier run there. Without either, an output dir that holds anything is refused
+    (``outdir.claim_output_dir``): a run never mixes with, or deletes, what it did not write."""
+    from .outdir import claim_output_dir
+
     out = Path(cfg.train.output_dir)
+    if is_main_process():
+        claim_output_dir(out, "run", resume=resume, overwrite=overwrite)
     checkpoint = latest_checkpoint(out) if resume else None
     if resume and checkpoint is None:
         log.warning("--resume: no checkpoint in %s, starting fresh", out)
-    elif not resume and is_main_process():
-        (out / "metrics.jsonl").unlink(missing_ok=True)
-        (out / "samples.jsonl").unlink(missing_ok=True)
     trainer, _context = build_trainer(cfg)
     trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"

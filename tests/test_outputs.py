@@ -1,0 +1,115 @@
+"""A command never deletes or overwrites what it did not create, and checks its outputs before the work."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reward_sandbox.outfiles import OutputPathError
+from rust_grpo import cli
+from rust_grpo.outdir import MARKER, claim_output_dir
+
+
+def snapshot(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def mywork(tmp_path):
+    folder = tmp_path / "mywork"
+    (folder / "src").mkdir(parents=True)
+    (folder / "notes.txt").write_text("important\n")
+    (folder / "src" / "main.rs").write_text("fn main() {}\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--out", "{dir}"],
+        ["demo", "--out", "{dir}", "--overwrite"],
+        ["train", "--config", "tiny-cpu", "--set", 'train.output_dir="{dir}"'],
+        ["train", "--config", "tiny-cpu", "--set", 'train.output_dir="{dir}"', "--overwrite"],
+        ["train", "--config", "tiny-cpu", "--set", 'train.output_dir="{dir}"', "--resume"],
+        ["eval", "--model", "no-such-model", "--out", "{dir}", "--overwrite"],
+    ],
+)
+def test_a_folder_of_the_users_is_refused_untouched_with_one_line(mywork, argv, capsys):
+    before = snapshot(mywork)
+    code = cli.main([a.replace("{dir}", str(mywork)) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and str(mywork) in err[0] and "not a rust-grpo output folder" in err[0], err
+    assert snapshot(mywork) == before and not (mywork / MARKER).exists()
+
+
+def test_score_refuses_a_folder_of_the_users_before_grading(mywork, tmp_path):
+    completions = tmp_path / "c.jsonl"
+    completions.write_text(json.dumps({"problem_id": "x", "code": "fn f() {}"}) + "\n")
+    before = snapshot(mywork)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rust_grpo.cli",
+            "score",
+            str(completions),
+            "--dataset",
+            "data/eval.jsonl",
+            "--out",
+            str(mywork),
+            "--overwrite",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and "not a rust-grpo output folder" in proc.stderr
+    assert snapshot(mywork) == before
+
+
+def test_an_earlier_run_is_continued_or_replaced_only_when_asked(tmp_path):
+    run = claim_output_dir(tmp_path / "run", "run")
+    (run / "metrics.jsonl").write_text("{}\n")
+    (run / "checkpoint-2").mkdir()
+    with pytest.raises(OutputPathError, match="--resume to continue it, or --overwrite"):
+        claim_output_dir(run, "run")
+    with pytest.raises(OutputPathError, match="holds a rust-grpo run, not a report"):
+        claim_output_dir(run, "report", overwrite=True)
+    assert claim_output_dir(run, "run", resume=True) == run and (run / "checkpoint-2").is_dir()
+    claim_output_dir(run, "run", overwrite=True)
+    assert sorted(p.name for p in run.iterdir()) == [MARKER]  # no stale checkpoint left for a later --resume
+
+
+def test_a_file_where_the_folder_should_be_is_refused(tmp_path):
+    (tmp_path / "out").write_text("mine\n")
+    with pytest.raises(OutputPathError, match="is a file"):
+        claim_output_dir(tmp_path / "out", "report", overwrite=True)
+    assert (tmp_path / "out").read_text() == "mine\n"
+
+
+def test_output_files_are_refused_before_any_work_when_they_exist_or_cannot_be_written(tmp_path, capsys):
+    from reward_sandbox import cli as sandbox_cli
+
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(json.dumps({"id": "a", "source": "pub fn f() {}"}) + "\n")
+    existing = tmp_path / "results.jsonl"
+    existing.write_text("mine\n")
+    assert sandbox_cli.main(["run", "-i", str(jobs), "-o", str(existing)]) == 2
+    err = capsys.readouterr().err
+    assert "exists; pass --overwrite" in err and "isolation=" not in err  # refused before grading
+    assert existing.read_text() == "mine\n"
+    blocked = tmp_path / "a-file" / "results.jsonl"
+    (tmp_path / "a-file").write_text("mine\n")
+    assert sandbox_cli.main(["run", "-i", str(jobs), "-o", str(blocked)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot create it" in err and "isolation=" not in err
+    for argv in (
+        ["data", "import", "--format", "exercism", str(tmp_path), "--out", str(existing)],
+        ["data", "filter", str(jobs), "--out", str(existing)],
+    ):
+        assert cli.main(argv) == 2
+        assert "exists; pass --overwrite" in capsys.readouterr().err
+        assert existing.read_text() == "mine\n"
