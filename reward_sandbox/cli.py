@@ -7,11 +7,14 @@ import json
 import logging
 import sys
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from . import __version__
 from .cgroups import cgroup_problem
+from .cliargs import OneLineParser
 from .isolation import IsolationUnavailable, choose_level
 from .jobs import InvalidJob
 from .outfiles import check_output_file, write_lines
@@ -24,11 +27,16 @@ from .toolchain import ToolchainError, find_toolchain
 
 
 def read_jsonl(path: Path) -> list[Any]:
-    """Records of a JSONL file; an unparsable line becomes an :class:`InvalidJob` that grading
-    reports as ``invalid_input`` in its place, so the other lines still run."""
+    """Records of a JSONL file; a line that is not UTF-8 JSON becomes an :class:`InvalidJob` that
+    grading reports as ``invalid_input`` in its place, so the other lines still run."""
     records: list[Any] = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                records.append(InvalidJob(f"line {number}: not UTF-8 (byte {exc.start})", job_id=f"line-{number}"))
+                continue
             if not line.strip():
                 continue
             try:
@@ -111,8 +119,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="reward-sandbox", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="more log lines")
+    parser = OneLineParser(prog="reward-sandbox", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="more log lines, and a traceback on errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="grade jobs from a JSONL file")
     run.add_argument("--input", "-i", type=Path, required=True, help="JSONL of jobs")
@@ -120,7 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     add_arguments(run)
     run.set_defaults(func=cmd_run)
-    check = sub.add_parser("check", help="show the toolchain and the isolation level available here")
+    check = sub.add_parser(
+        "check",
+        help="show the toolchain and the isolation level available here",
+        description="Show the Rust toolchain, the sandbox runner, the isolation level and the memory limit "
+        "that grading here would use; exit 2 with the reason when grading cannot work.",
+    )
     check.set_defaults(func=cmd_check)
     serve = sub.add_parser("serve", help="serve rewards over HTTP")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (not loopback: a token is required)")
@@ -157,9 +171,22 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:
+        print("reward-sandbox: interrupted; nothing was written", file=sys.stderr)
+        return 130
     except (IsolationUnavailable, ToolchainError, SlotsExhausted, ValueError, OSError) as exc:
-        print(f"reward-sandbox: error: {exc}", file=sys.stderr)
+        if args.verbose:
+            traceback.print_exc()
+        print(f"reward-sandbox: error: {first_line(exc)}", file=sys.stderr)
         return 2
+
+
+def first_line(exc: BaseException) -> str:
+    """An error's message on one line (a Unicode error names the file it came from where it can)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start}: {exc.reason})"
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
 
 
 if __name__ == "__main__":

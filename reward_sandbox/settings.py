@@ -101,17 +101,24 @@ class Settings:
 def add_arguments(parser: argparse.ArgumentParser, *, local_only: bool = False) -> None:
     """The grading options of a command line, with the help text of :class:`Settings`."""
     helps = Settings.help()
-    parser.add_argument("--workers", "-j", type=int, default=0, help=helps["workers"])
+    from dataclasses import fields
+
+    from .cliargs import float_in, int_at_least
+
+    parser.add_argument("--workers", "-j", type=int_at_least(0), default=0, help=helps["workers"])
     parser.add_argument("--isolation", choices=ISOLATION_CHOICES, default="auto", help=helps["isolation"])
     parser.add_argument("--backend", choices=BACKENDS, default=FAST, help=helps["backend"])
     parser.add_argument(
         "--no-batch", action="store_true", help="grade every job alone (batching: " + helps["batch"] + ")"
     )
-    parser.add_argument("--limits", default=None, help="JSON object overriding limits, e.g. '{\"run_cpu_s\": 5}'")
+    keys = ", ".join(f"{f.name} ({f.default})" for f in fields(Limits))
+    parser.add_argument(
+        "--limits", default=None, help=f"JSON object overriding limits, e.g. '{{\"run_cpu_s\": 5}}'; keys: {keys}"
+    )
     parser.add_argument("--cache-dir", default=None, help=helps["cache_dir"] + " (default: ~/.cache/reward-sandbox)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk result cache")
-    parser.add_argument("--cache-memory-mb", type=float, default=64.0, help=helps["cache_memory_mb"])
-    parser.add_argument("--cache-disk-mb", type=float, default=1024.0, help=helps["cache_disk_mb"])
+    parser.add_argument("--cache-memory-mb", type=float_in(0, 1 << 20), default=64.0, help=helps["cache_memory_mb"])
+    parser.add_argument("--cache-disk-mb", type=float_in(0, 1 << 24), default=1024.0, help=helps["cache_disk_mb"])
     if not local_only:
         parser.add_argument("--server", action="append", default=[], help=helps["server_urls"] + " (repeatable)")
 

@@ -6,10 +6,17 @@ import argparse
 import json
 import logging
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
+from reward_sandbox.cliargs import float_in, int_at_least
+
 log = logging.getLogger("rust_grpo")
+
+
+class UsageError(ValueError):
+    """Options that cannot work together; the message says which and what to do instead."""
 
 
 def _grader(args: argparse.Namespace, desc: str = "grading") -> Any:
@@ -18,7 +25,7 @@ def _grader(args: argparse.Namespace, desc: str = "grading") -> Any:
     from .progress import ProgressGrader
 
     settings = Settings(isolation=getattr(args, "isolation", "auto"), workers=getattr(args, "workers", None) or 0)
-    grader = open_grader(settings.with_run_timeout(getattr(args, "timeout", None) or 10.0))
+    grader = open_grader(settings.with_run_timeout(getattr(args, "timeout", 10.0)))
     return ProgressGrader(grader, desc, enabled=False if getattr(args, "quiet", False) else None)
 
 
@@ -42,7 +49,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .train import train
 
     cfg = load_config(args.config, args.set)
-    log.info("resolved config:\n%s", cfg.to_json())
+    log.debug("resolved config:\n%s", cfg.to_json())
     print(f"final model: {train(cfg, resume=args.resume, overwrite=args.overwrite)}")
     return 0
 
@@ -64,6 +71,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 problem``, ``2 problems``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _score_and_report(
     completions: list[Any], problems: dict[str, Any], args: argparse.Namespace, title: str, meta: dict[str, Any]
 ) -> int:
@@ -76,8 +88,17 @@ def _score_and_report(
     summary = summarize(records)
     paths = write_report(Path(args.out), records, summary, title, meta)
     rates = summary["rates"]
+    apart = {
+        "unknown problem": summary.get("unknown_problems", 0),
+        "invalid input": summary["statuses"].get("invalid_input", 0),
+        "sandbox error": summary["statuses"].get("sandbox_error", 0),
+        "unreadable line": len(meta.get("skipped", [])),
+    }
+    if any(apart.values()):
+        print("not graded: " + ", ".join(f"{plural(v, k)}" for k, v in apart.items() if v))
     print(
-        f"{summary['samples']} samples over {summary['problems']} problems: build {rates['build']:.1%}, clippy clean "
+        f"{plural(summary['samples'], 'sample')} over {plural(summary['problems'], 'problem')}: "
+        f"build {rates['build']:.1%}, clippy clean "
         f"{rates['clippy_clean']:.1%}, own tests {rates['own_tests']:.1%}, hidden tests {rates['hidden_tests']:.1%}, "
         + ", ".join(f"{k} {v:.1%}" for k, v in summary["hidden"].items())
     )
@@ -90,8 +111,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .scoring import read_completions
 
     completions, errors = read_completions(Path(args.completions))
-    for e in errors:
+    for e in errors[:20]:
         log.warning("skipping %s", e)
+    if len(errors) > 20:
+        log.warning("... and %d more bad lines (all listed in the report)", len(errors) - 20)
     if not completions:
         print(f"rust-grpo score: no usable completions in {args.completions}", file=sys.stderr)
         return 2
@@ -105,13 +128,28 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
 
 
+def check_sampling(args: argparse.Namespace) -> None:
+    """Refuse, before loading anything, sampling options that cannot run here."""
+    if args.temperature == 0 and args.samples > 1:
+        raise UsageError(
+            f"--temperature 0 is greedy decoding: all {args.samples} samples would be one; use --samples 1"
+        )
+    if args.backend == "vllm":
+        import importlib.util
+
+        import torch
+
+        if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
+            raise UsageError("--backend vllm needs vLLM and a CUDA GPU (pip install -e '.[vllm]'); use --backend hf")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from .data import load_problems
     from .evaluate import SamplingSettings, generate, write_completions
     from .outdir import claim_output_dir
 
+    check_sampling(args)
     claim_output_dir(Path(args.out), "report", overwrite=args.overwrite)
-
     settings = SamplingSettings(
         samples=args.samples,
         max_new_tokens=args.max_new_tokens,
@@ -196,6 +234,9 @@ def cmd_data_difficulty(args: argparse.Namespace) -> int:
     from .importers import write_problems
     from .scoring import score_completions
 
+    if args.min_pass > args.max_pass:
+        raise UsageError(f"--min-pass {args.min_pass} is above --max-pass {args.max_pass}: no prompt could be kept")
+    check_sampling(args)
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input, max_rows=args.limit)
     fmt = run_config(args.config).data.format() if args.config else None
@@ -245,12 +286,15 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
 def cmd_data_import(args: argparse.Namespace) -> int:
     from reward_sandbox.outfiles import check_output_file
 
-    from .importers import import_problems, write_problems
+    from .importers import import_problems, summarize_skips, write_problems
 
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems, skipped = import_problems(args.format, Path(args.source))
-    for s in skipped:
-        log.warning("skipped %s", s)
+    for line in summarize_skips(skipped):
+        log.warning("skipped %s", line)
+    if not problems:
+        print(f"rust-grpo: error: nothing imported from {args.source} ({len(skipped)} skipped)", file=sys.stderr)
+        return 2
     write_problems(Path(args.out), problems)
     print(f"imported {len(problems)} problems ({len(skipped)} skipped) -> {args.out}")
     return 0
@@ -266,24 +310,33 @@ def cmd_data_build(args: argparse.Namespace) -> int:
 def _sandbox_options(p: argparse.ArgumentParser) -> None:
     from reward_sandbox import Settings
     from reward_sandbox.isolation import CHOICES
+    from reward_sandbox.jobs import MAX_TIMEOUT_S
 
     helps = Settings.help()
-    p.add_argument("--workers", "-j", type=int, default=None, help="sandbox " + helps["workers"])
+    p.add_argument("--workers", "-j", type=int_at_least(0), default=0, help="sandbox " + helps["workers"])
     p.add_argument("--isolation", choices=CHOICES, default="auto", help=helps["isolation"])
     p.add_argument(
-        "--timeout", type=float, default=10.0, help="CPU seconds for one program's tests (wall clock: twice that)"
+        "--timeout",
+        type=float_in(0, MAX_TIMEOUT_S, low_open=True),
+        default=10.0,
+        help="CPU seconds for one program's tests (wall clock: twice that)",
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rust-grpo", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="more log lines")
+    from reward_sandbox.cliargs import OneLineParser
+
+    from . import __version__
+    from .config import preset_names
+
+    presets = ", ".join(preset_names())
+    parser = OneLineParser(prog="rust-grpo", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="more log lines, and a traceback on errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="GRPO training from a TOML config")
-    p.add_argument(
-        "--config", "-c", required=True, help="a TOML file, or a shipped preset: tiny-cpu, oxen-1.5b, modern-1.5b"
-    )
+    p.add_argument("--config", "-c", required=True, help=f"a TOML file, or a shipped preset: {presets}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. train.max_steps=10")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in train.output_dir")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier run in train.output_dir")
@@ -294,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="runs/demo", help="the run's folder: new or empty, or an earlier run with --overwrite"
     )
     p.add_argument("--overwrite", action="store_true", help="replace an earlier run in --out")
-    p.add_argument("--steps", type=int, default=8, help="GRPO steps after the warm start")
+    p.add_argument("--steps", type=int_at_least(1), default=8, help="GRPO steps after the warm start")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("plot", help="PNG training curves of a run")
@@ -310,13 +363,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dataset", default="data/eval.jsonl", help="problems to sample (their hidden tests grade the answers)"
     )
-    p.add_argument("--samples", "-k", type=int, default=4, help="completions per problem (pass@k up to k)")
+    p.add_argument("--samples", "-k", type=int_at_least(1), default=4, help="completions per problem (pass@k up to k)")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="sampling engine (vllm needs a CUDA GPU)")
-    p.add_argument("--max-new-tokens", type=int, default=1024, help="most tokens per completion")
-    p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0 = greedy)")
-    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling")
-    p.add_argument("--batch", type=int, default=4, help="problems per generation batch (hf)")
-    p.add_argument("--limit", type=int, default=0, help="first N problems only")
+    p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per completion")
+    p.add_argument(
+        "--temperature", type=float_in(0, 100), default=0.8, help="sampling temperature (0 = greedy, with --samples 1)"
+    )
+    p.add_argument("--top-p", type=float_in(0, 1, low_open=True), default=0.95, help="nucleus sampling")
+    p.add_argument("--batch", type=int_at_least(1), default=4, help="problems per generation batch (hf)")
+    p.add_argument("--limit", type=int_at_least(0), default=0, help="first N problems only (0 = all)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument(
         "--out", default="runs/eval", help="where completions.jsonl and the report go (a new or empty folder)"
@@ -324,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     p.add_argument(
         "--repair-turns",
-        type=int,
+        type=int_at_least(1),
         default=1,
         metavar="N",
         help="answers per sample: failing answers get the sandbox's feedback and answer again, up to N "
@@ -360,7 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = data.add_parser("verify", help="references pass their hidden tests; todo!() stubs fail them")
     p.add_argument("paths", nargs="+", help="problem files (.jsonl/.parquet) to check")
     p.add_argument(
-        "--min-asserts", type=int, default=4, help="asserts the hidden tests must hold (1 for external suites)"
+        "--min-asserts",
+        type=int_at_least(0),
+        default=4,
+        help="asserts the hidden tests must hold (1 for external suites)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
@@ -378,13 +436,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="the policy to sample from (usually the base model)")
     p.add_argument("--adapter", default=None, help="a LoRA adapter directory")
     p.add_argument("--config", default=None, help="the run's config: sample with its prompt and answer format")
-    p.add_argument("--samples", "-k", type=int, default=8, help="samples per prompt")
-    p.add_argument("--min-pass", type=float, default=0.01, help="drop prompts solved less often than this")
-    p.add_argument("--max-pass", type=float, default=0.99, help="drop prompts solved more often than this")
+    p.add_argument("--samples", "-k", type=int_at_least(1), default=8, help="samples per prompt")
+    p.add_argument("--min-pass", type=float_in(0, 1), default=0.01, help="drop prompts solved less often than this")
+    p.add_argument("--max-pass", type=float_in(0, 1), default=0.99, help="drop prompts solved more often than this")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="sampling engine")
-    p.add_argument("--max-new-tokens", type=int, default=1024, help="most tokens per sample")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
-    p.add_argument("--limit", type=int, default=0, help="first N problems only")
+    p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per sample")
+    p.add_argument("--temperature", type=float_in(0, 100), default=1.0, help="sampling temperature")
+    p.add_argument("--limit", type=int_at_least(0), default=0, help="first N problems only (0 = all)")
     p.add_argument("--out", required=True, help="JSONL of the prompts kept")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -408,17 +466,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    logging.getLogger("rust_grpo").setLevel(logging.INFO)
+    logging.getLogger("rust_grpo").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     from reward_sandbox import IsolationUnavailable, ToolchainError
-    from reward_sandbox.outfiles import OutputPathError
-
-    from .config import ConfigError
-    from .data import DataError
+    from reward_sandbox.cli import first_line
 
     try:
         return int(args.func(args))
-    except (ConfigError, DataError, IsolationUnavailable, ToolchainError, FileNotFoundError, OutputPathError) as exc:
-        print(f"rust-grpo: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        hint = {"train": "; continue from the last checkpoint with --resume", "demo": "; run it again to restart"}
+        print(f"rust-grpo: interrupted{hint.get(args.command, '')}", file=sys.stderr)
+        return 130
+    except (ValueError, IsolationUnavailable, ToolchainError, OSError) as exc:
+        # expected failures: bad input, bad options, unreadable or unwritable paths, a missing model
+        if args.verbose:
+            traceback.print_exc()
+        print(f"rust-grpo: error: {first_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -405,6 +405,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
+def preset_names() -> list[str]:
+    """The shipped presets, by the names ``--config`` takes (``tiny-cpu``, ...)."""
+    return sorted(p.stem for p in (Path(__file__).resolve().parent / "configs").glob("*.toml"))
+
+
 def preset_path(path: str | Path) -> Path:
     """A config file: the path as given, else a shipped preset by path or by name (``tiny-cpu``)."""
     from .data import shipped_path
@@ -424,7 +429,9 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         try:
             data = tomllib.loads(preset_path(path).read_text())
         except FileNotFoundError:
-            raise ConfigError(f"config file not found: {path}") from None
+            raise ConfigError(
+                f"config file not found: {path} (a TOML file, or a preset: {', '.join(preset_names())})"
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     for text in overrides or []:

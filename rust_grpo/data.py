@@ -169,6 +169,25 @@ def shipped_path(spec: str) -> Path:
     return shipped if shipped.exists() else path
 
 
+def jsonl_records(path: Path) -> list[tuple[int, Any]]:
+    """(line number, record) for each non-blank line of a JSONL file; a line that is not UTF-8 JSON
+    becomes a :class:`DataError` naming the file and line, in its place, so the others still count."""
+    out: list[tuple[int, Any]] = []
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                out.append((number, DataError(f"{path}:{number}: not UTF-8 text (byte {exc.start})")))
+                continue
+            if line.strip():
+                try:
+                    out.append((number, json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    out.append((number, DataError(f"{path}:{number}: not valid JSON ({exc.msg})")))
+    return out
+
+
 def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
     """Raw records with a location label each, from a file or a `datasets` name."""
     path = shipped_path(spec)
@@ -177,20 +196,14 @@ def read_records(spec: str, split: str = "train") -> list[tuple[str, Any]]:
             document = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise DataError(f"{spec}: not valid JSON ({exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{spec}: not UTF-8 text (byte {exc.start})") from None
         records = document if isinstance(document, list) else [document]
         return [(f"{spec}[{i}]", record) for i, record in enumerate(records)]
     if path.suffix == ".jsonl":
         if not path.exists():
             raise DataError(f"dataset file not found: {spec}")
-        out: list[tuple[str, Any]] = []
-        with open(path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        out.append((f"{spec}:{number}", json.loads(line)))
-                    except json.JSONDecodeError as exc:
-                        out.append((f"{spec}:{number}", DataError(f"{spec}:{number}: not valid JSON ({exc.msg})")))
-        return out
+        return [(f"{spec}:{number}", record) for number, record in jsonl_records(path)]
     if path.suffix == ".parquet":
         if not path.exists():
             raise DataError(f"dataset file not found: {spec}")

@@ -29,12 +29,25 @@ else:  # pragma: no cover
 from .data import DataError, Problem, normalize, read_records
 
 FORMATS = ("exercism", "exercism-jsonl", "multipl-e", "humaneval", "oxen")
+# the fields a record of each format must have: a file of another format is refused, not "imported"
+REQUIRED_FIELDS = {
+    "exercism-jsonl": ("slug", "prompt", "tests"),
+    "multipl-e": ("name", "prompt", "tests"),
+    "humaneval": ("task_id", "prompt", "declaration", "test"),
+    "oxen": ("task_id", "rust_prompt", "rust_code", "rust_test_list"),
+}
 
 
 def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
     base = root / "exercises" / "practice" if (root / "exercises" / "practice").is_dir() else root
+    exercises = sorted(p for p in base.iterdir() if p.is_dir())
+    if not any((p / "Cargo.toml").exists() for p in exercises):
+        raise DataError(
+            f"{root}: no exercises here (expected exercises/practice/<slug>/Cargo.toml, as in a checkout "
+            "of the Exercism Rust track)"
+        )
     problems, skipped = [], []
-    for exercise in sorted(p for p in base.iterdir() if p.is_dir()):
+    for exercise in exercises:
         slug = exercise.name
         manifest = exercise / "Cargo.toml"
         example = exercise / ".meta" / "example.rs"
@@ -176,8 +189,12 @@ def import_problems(fmt: str, source: Path) -> tuple[list[Problem], list[str]]:
         if not source.is_dir():
             raise DataError(f"{source}: an Exercism track directory is needed")
         return import_exercism_dir(source)
+    if not source.is_file():
+        raise DataError(f"{source}: no such file (--format {fmt} reads one .jsonl/.json/.parquet file)")
+    records = read_records(str(source))
+    _check_fields(fmt, source, [r for _, r in records if isinstance(r, dict)])
     problems, skipped = [], []
-    for where, record in read_records(str(source)):
+    for where, record in records:
         try:
             if isinstance(record, DataError):
                 raise record
@@ -187,6 +204,31 @@ def import_problems(fmt: str, source: Path) -> tuple[list[Problem], list[str]]:
         except DataError as exc:
             skipped.append(str(exc))
     return problems, skipped
+
+
+def _check_fields(fmt: str, source: Path, records: list[dict[str, Any]]) -> None:
+    """Refuse a file none of whose records has the fields ``fmt`` needs (most likely another format)."""
+    needed = REQUIRED_FIELDS[fmt]
+    if any(all(key in r for key in needed) for r in records):
+        return
+    seen = sorted({key for r in records[:50] for key in r})[:12]
+    raise DataError(
+        f"{source}: no record has the fields --format {fmt} needs ({', '.join(needed)}); "
+        f"its records have {', '.join(seen) or 'no fields'}"
+    )
+
+
+def summarize_skips(skipped: list[str], limit: int = 10) -> list[str]:
+    """One line per distinct reason (the record named, then how many more share it), at most ``limit``."""
+    by_reason: dict[str, list[str]] = {}
+    for line in skipped:
+        where, _, reason = line.partition(": ")
+        by_reason.setdefault(reason or where, []).append(where)
+    lines = [
+        f"{wheres[0]}: {reason}" + (f" (and {len(wheres) - 1} more like it)" if len(wheres) > 1 else "")
+        for reason, wheres in by_reason.items()
+    ]
+    return lines[:limit] + ([f"... and {len(lines) - limit} more reasons"] if len(lines) > limit else [])
 
 
 def write_problems(path: Path, problems: list[Problem]) -> None:

@@ -13,6 +13,8 @@ import json
 import re
 from pathlib import Path
 
+from reward_sandbox.outfiles import write_lines
+
 from .data import DataError, Problem
 
 _HEADER = re.compile(r"^=== ([a-z0-9_]+)\s*$", re.MULTILINE)
@@ -59,8 +61,11 @@ def parse_source(text: str, origin: str) -> list[Problem]:
 
 
 def load_sources(source_dir: Path) -> list[Problem]:
+    sources = sorted(Path(source_dir).glob("*.rsp"))
+    if not sources:
+        raise DataError(f"{source_dir}: no problem sources (*.rsp) there; the shipped ones are in data/source")
     problems: list[Problem] = []
-    for path in sorted(Path(source_dir).glob("*.rsp")):
+    for path in sources:
         problems += parse_source(path.read_text(), path.name)
     ids = [p.id for p in problems]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -77,7 +82,5 @@ def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
     splits["demo"] = sorted(splits["train"], key=lambda p: len(p.solution) + len(p.tests))[:DEMO_SIZE]
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():
-        with open(out_dir / f"{name}.jsonl", "w", encoding="utf-8") as fh:
-            for p in rows:
-                fh.write(json.dumps(p.to_dict()) + "\n")
+        write_lines(out_dir / f"{name}.jsonl", (json.dumps(p.to_dict()) for p in rows))
     return {name: len(rows) for name, rows in splits.items()}

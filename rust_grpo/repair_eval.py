@@ -193,6 +193,10 @@ def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> in
         out, records, summary, f"Eval with repair: {Path(args.model).name} on {Path(args.dataset).name}", meta
     )
     per_turn = ", ".join(f"turn {t['turn']} {t['pass@1']:.1%}" for t in summary["repair"]["per_turn"])
-    print(f"{summary['samples']} episodes over {summary['problems']} problems; hidden-test pass@1 after {per_turn}")
+    episodes, problems = summary["samples"], summary["problems"]
+    print(
+        f"{episodes} episode{'' if episodes == 1 else 's'} over {problems} problem{'' if problems == 1 else 's'}; "
+        f"hidden-test pass@1 after {per_turn}"
+    )
     print(f"report: {paths['markdown']} (also {paths['report'].name}, {paths['plot'].name}, {paths['results'].name})")
     return 0

@@ -31,7 +31,8 @@ def markdown(summary: dict[str, Any], title: str) -> str:
     lines = [
         f"# {title}",
         "",
-        f"{summary['problems']} problems, {summary['samples']} samples ({_per_problem(summary)})."
+        f"{summary['problems']} problem{'' if summary['problems'] == 1 else 's'}, {summary['samples']} "
+        f"sample{'' if summary['samples'] == 1 else 's'} ({_per_problem(summary)})."
         + (
             f" {unknown} completions name problems the dataset does not hold: not graded, not counted."
             if unknown
@@ -123,7 +124,9 @@ def write_report(
     }
     write_lines(paths["results"], (json.dumps(r) for r in records))
     write_text(paths["report"], json.dumps({"title": title, "meta": meta or {}, **summary}, indent=2))
-    write_text(paths["markdown"], markdown(summary, title))
+    skipped = (meta or {}).get("skipped") or []
+    notes = "".join(f"- skipped {line}\n" for line in skipped)
+    write_text(paths["markdown"], markdown(summary, title) + (f"\n## Lines not scored\n\n{notes}" if notes else ""))
     plot_summary(summary, paths["plot"], title)
     return paths
 

@@ -6,7 +6,6 @@ verdicts come from the same sandbox pass and reward functions that training uses
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 from reward_sandbox import GraderLike
 
-from .data import DataError, Problem, job_columns
+from .data import DataError, Problem, job_columns, jsonl_records
 from .passk import pass_at_k
 from .rewards import REWARD_NAMES, Evaluation, RewardContext, reward_values
 
@@ -27,30 +26,38 @@ class Completion:
 
 
 def read_completions(path: Path) -> tuple[list[Completion], list[str]]:
-    """Completions from JSONL; each record has ``completion`` (or ``code``) and ``problem_id`` (or ``id``).
-    Bad lines are reported by line number, not fatal."""
+    """Completions from JSONL; each record has ``completion`` (or ``code``) and ``problem_id`` (or ``id``),
+    and optionally ``sample`` (a non-negative integer, unique per problem: a repeated pair would count
+    one answer twice in pass@k). Bad lines are reported by line number, not fatal."""
     out, errors = [], []
     counters: dict[str, int] = defaultdict(int)
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{path}:{number}: not valid JSON ({exc.msg})")
+    seen: set[tuple[str, int]] = set()
+    if not Path(path).is_file():
+        raise DataError(f"completions file not found: {path}")
+    for number, record in jsonl_records(Path(path)):
+        where = f"{path}:{number}"
+        if isinstance(record, DataError):
+            errors.append(str(record))
             continue
         if not isinstance(record, dict):
-            errors.append(f"{path}:{number}: expected an object")
+            errors.append(f"{where}: expected an object")
             continue
         problem_id = record.get("problem_id", record.get("id"))
         text = record.get("completion")
         if text is None and isinstance(record.get("code"), str):
             text = f"```rust\n{record['code']}\n```"
         if problem_id is None or not isinstance(text, str):
-            errors.append(f"{path}:{number}: needs 'problem_id' (or 'id') and 'completion' (or 'code')")
+            errors.append(f"{where}: needs 'problem_id' (or 'id') and 'completion' (or 'code')")
             continue
-        sample = int(record.get("sample", counters[str(problem_id)]))
-        counters[str(problem_id)] += 1
+        sample = record.get("sample", counters[str(problem_id)])
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+            errors.append(f"{where}: 'sample' must be a non-negative integer, got {sample!r}")
+            continue
+        if (str(problem_id), sample) in seen:
+            errors.append(f"{where}: sample {sample} of {problem_id!r} appears twice (kept the first)")
+            continue
+        seen.add((str(problem_id), sample))
+        counters[str(problem_id)] = max(counters[str(problem_id)], sample + 1)
         out.append(Completion(str(problem_id), text, sample))
     return out, errors
 
