@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,25 @@ class MetricsJsonlCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
+
+
+STEP_LINE_RATES = {"format": "rates/format", "build": "rates/build", "hidden": "rates/hidden_tests_pass"}
+
+
+class StepLineCallback(TrainerCallback):
+    """One line per training step on stderr (step, reward, the rates a user watches, time), in place
+    of the raw dict of every logged value that transformers prints; all values are in metrics.jsonl."""
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not logs or not state.is_world_process_zero or "reward" not in logs:
+            return
+        rates = " ".join(f"{name} {float(logs[key]):4.0%}" for name, key in STEP_LINE_RATES.items() if key in logs)
+        seconds = f" {float(logs['step_time']):5.1f}s" if "step_time" in logs else ""
+        print(
+            f"step {state.global_step}/{state.max_steps}: reward {float(logs['reward']):6.3f}  {rates}{seconds}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class SamplesCallback(TrainerCallback):

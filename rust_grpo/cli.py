@@ -134,6 +134,10 @@ def check_sampling(args: argparse.Namespace) -> None:
         raise UsageError(
             f"--temperature 0 is greedy decoding: all {args.samples} samples would be one; use --samples 1"
         )
+    for option, value in (("--model", args.model), ("--adapter", args.adapter)):
+        local = value and (value.startswith(("/", ".", "~")) or option == "--adapter")
+        if local and not Path(value).expanduser().exists():
+            raise UsageError(f"{option} {value}: no such file or folder")
     if args.backend == "vllm":
         import importlib.util
 
@@ -218,8 +222,16 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
             report = verify_problems(problems, grader, min_asserts=args.min_asserts)
             for line in report.failures:
                 print(f"FAIL {path}: {line}")
+            weaker = len(report.without_reference)
             print(
-                f"{path}: {report.checked - len({f.split(':')[0] for f in report.failures})}/{report.checked} problems verified"
+                f"{path}: {report.checked - len({f.split(':')[0] for f in report.failures})}/{report.checked} "
+                "problems verified"
+                + (
+                    f" ({weaker} without a reference solution: their tests compile against the signature and "
+                    "fail a todo!() stub, but nothing shows they can be passed)"
+                    if weaker
+                    else ""
+                )
             )
             failed += len(report.failures)
     return 1 if failed else 0

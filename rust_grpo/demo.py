@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reward_sandbox.outfiles import write_text
+
 from .callbacks import read_metrics
 from .config import load_config
 from .train import train
@@ -51,17 +53,25 @@ def run_demo(
     after = _score(base, str(final), problems, fmt, samples, tokens)
     logged = [r for r in read_metrics(out / "metrics.jsonl") if "loss" in r]
     clipped = [r["completions/clipped_ratio"] for r in logged if "completions/clipped_ratio" in r]
-    print(f"\ndemo finished: {len(logged)} GRPO steps on {len(problems)} training problems, adapter in {final}")
-    print(
-        f"the same {len(problems)} problems x {samples} samples (seed 0, temperature 1, {tokens} tokens), before and after GRPO:"
-    )
-    for name in RATES:
-        print(f"  {name:<13} {before[name]:6.1%} -> {after[name]:6.1%}   (n={before['n']})")
+    lines = [
+        f"demo finished: {len(logged)} GRPO steps on {len(problems)} training problems, adapter in {final}",
+        f"the same {len(problems)} problems x {samples} samples (seed 0, temperature 1, {tokens} tokens), "
+        "before and after GRPO:",
+        "",
+        "| rate | before | after | n |",
+        "|---|---|---|---|",
+        *(f"| {name} | {before[name]:.1%} | {after[name]:.1%} | {before['n']} |" for name in RATES),
+    ]
     if clipped:
-        print(f"  completions cut at {tokens} tokens during training: {sum(clipped) / len(clipped):.0%} on average")
+        lines.append(
+            f"\ncompletions cut at {tokens} tokens during training: {sum(clipped) / len(clipped):.0%} on average"
+        )
+    write_text(out / "summary.md", "\n".join(lines) + "\n")
+    print("\n" + "\n".join(lines))
     print(
         f"  {steps} steps on a 2-layer model show the pipeline working end to end with real rewards; they are\n"
         "  too few and too noisy to show learning (benchmarks/bench_learning.py asks that question).\n"
-        f"  metrics: {out / 'metrics.jsonl'}\n  samples: {out / 'samples.jsonl'}\n  curves:  {out / 'training_curves.png'}"
+        f"  metrics: {out / 'metrics.jsonl'}\n  samples: {out / 'samples.jsonl'}\n  curves:  {out / 'training_curves.png'}\n"
+        f"  this summary: {out / 'summary.md'}"
     )
     return {"before": before, "after": after}

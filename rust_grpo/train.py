@@ -91,7 +91,7 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
         reward_weights=reward_weights,
         activation_checkpointing=cfg.model.gradient_checkpointing,  # transformers 5 renamed gradient_checkpointing
         remove_unused_columns=False,
-        disable_tqdm=False,
+        disable_tqdm=True,  # StepLineCallback prints one line a step instead
     )
     kwargs.update(cfg.trl)  # checked at load time against GRPOConfig's fields
     if t.epsilon_high:
@@ -146,10 +146,14 @@ def cpu_has_native_bf16() -> bool:
 
 def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tuple[Any, RewardContext]:
     """Everything up to ``trainer.train()``: model, tokenizer, data, rewards, callbacks."""
+    import warnings
+
+    # TRL reads transformers' deprecated `is_gradient_checkpointing` at every generation: one warning each
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.* is deprecated", category=FutureWarning)
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .callbacks import MetricsJsonlCallback, SamplesCallback
+    from .callbacks import MetricsJsonlCallback, SamplesCallback, StepLineCallback
 
     if cfg.vllm.enabled:
         from trl.import_utils import is_vllm_available
@@ -212,6 +216,11 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         ],
         rollout_func=repair,
     )
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)  # the raw dict of every value, each step
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(StepLineCallback())
     return trainer, context
 
 
@@ -239,6 +248,9 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path
     if not trainer.is_world_process_zero():
         return final
     trainer.processing_class.save_pretrained(str(final))
+    from .runcard import write_run_card
+
+    write_run_card(cfg, out)  # after TRL's own card, which it writes on every save
     try:
         from .plots import plot_run
 

@@ -225,3 +225,4 @@ def test_multipl_e_prompt_files_are_json_arrays_and_verify_without_references(tm
     assert [p.id for p in problems] == ["HumanEval_2_truncate_number", "HumanEval_99_too_large"] and skipped == []
     report = verify_problems(problems, grader, min_asserts=1)
     assert len(report.failures) == 1 and report.failures[0].startswith("HumanEval_99_too_large: can never pass")
+    assert report.without_reference == ["HumanEval_2_truncate_number"]  # verified by the weaker check, and said so

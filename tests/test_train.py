@@ -244,8 +244,15 @@ def test_the_demo_compares_the_same_problems_before_and_after(tmp_path, capsys):
     result = run_demo(tmp_path / "demo", steps=1, samples=1)
     before, after = result["before"], result["after"]
     assert before["n"] == after["n"] == 8 and set(before) == {"n", "format", "build", "hidden tests"}
-    out = capsys.readouterr().out
-    assert "the same 8 problems x 1 samples" in out and "too few and too noisy to show learning" in out
+    captured = capsys.readouterr()
+    assert "the same 8 problems x 1 samples" in captured.out and "too few and too noisy" in captured.out
+    summary = (tmp_path / "demo" / "summary.md").read_text()
+    assert "| build |" in summary and summary in captured.out  # the printed table is saved
+    card = (tmp_path / "demo" / "README.md").read_text()
+    assert "GRPO run of rust-grpo" in card and "[None]" not in card and "data/demo.jsonl" in card
+    steps = [line for line in captured.err.splitlines() if line.startswith("step ")]
+    assert steps == [steps[0]] and steps[0].startswith("step 1/1: reward")  # one line a step, no raw dicts
+    assert "{'loss'" not in captured.err and "FutureWarning" not in captured.err
 
 
 def test_zero_variance_groups_are_left_out_of_the_loss_and_counted(tmp_path):
