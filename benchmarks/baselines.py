@@ -41,3 +41,21 @@ def timed(fn: Callable[[str], None], sources: Sequence[str], workers: int) -> fl
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(fn, sources))
     return time.perf_counter() - start
+
+
+def machine() -> dict[str, object]:
+    """What a figure was measured on: cores, CPU model, date."""
+    import datetime
+    import os
+    import platform
+
+    model = ""
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        model = platform.processor()
+    return {"cores": os.cpu_count(), "cpu": model, "date": datetime.date.today().isoformat()}
