@@ -12,30 +12,14 @@ from typing import Any
 
 from reward_sandbox.cliargs import float_in, int_at_least
 
+from .config import load_run_config
+from .progress import command_grader
+
 log = logging.getLogger("rust_grpo")
 
 
 class UsageError(ValueError):
     """Options that cannot work together; the message says which and what to do instead."""
-
-
-def _grader(args: argparse.Namespace, desc: str = "grading") -> Any:
-    from reward_sandbox import Settings, open_grader
-
-    from .progress import ProgressGrader
-
-    settings = Settings(isolation=getattr(args, "isolation", "auto"), workers=getattr(args, "workers", None) or 0)
-    grader = open_grader(settings.with_run_timeout(getattr(args, "timeout", 10.0)))
-    return ProgressGrader(grader, desc, enabled=False if getattr(args, "quiet", False) else None)
-
-
-def run_config(path: str) -> Any:
-    """A run's config: a TOML file or preset, or the ``config.json`` a training run wrote."""
-    from .config import from_dict, load_config
-
-    if path.endswith(".json"):
-        return from_dict(json.loads(Path(path).read_text()), path)
-    return load_config(path)
 
 
 def _problems_by_id(path: str | None) -> dict[str, Any]:
@@ -82,7 +66,7 @@ def _score_and_report(
     from .report import write_report
     from .scoring import score_completions, summarize
 
-    with _grader(args, "scoring") as grader:
+    with command_grader(args, "scoring") as grader:
         records = score_completions(completions, problems, grader)
         meta = {**meta, "isolation": grader.level}
     summary = summarize(records)
@@ -168,7 +152,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return eval_with_repair(args, settings)
 
     problems = load_problems(args.dataset, max_rows=args.limit)
-    fmt = run_config(args.config).data.format() if args.config else None
+    fmt = load_run_config(args.config).data.format() if args.config else None
     extra = {"fmt": fmt} if fmt is not None else {}
     completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
     write_completions(Path(args.out) / "completions.jsonl", completions)
@@ -216,7 +200,7 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
     from .verify import verify_problems
 
     failed = 0
-    with _grader(args, "verifying") as grader:
+    with command_grader(args, "verifying") as grader:
         for path in args.paths:
             problems = load_problems(path, strict=True)
             report = verify_problems(problems, grader, min_asserts=args.min_asserts)
@@ -251,11 +235,11 @@ def cmd_data_difficulty(args: argparse.Namespace) -> int:
     check_sampling(args)
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input, max_rows=args.limit)
-    fmt = run_config(args.config).data.format() if args.config else None
+    fmt = load_run_config(args.config).data.format() if args.config else None
     settings = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     extra = {"fmt": fmt} if fmt is not None else {}
     completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
-    with _grader(args, "grading samples") as grader:
+    with command_grader(args, "grading samples") as grader:
         records = score_completions(completions, {p.id: p for p in problems}, grader)
     split = split_by_difficulty(records, args.min_pass, args.max_pass)
     kept = set(split.kept)
@@ -275,7 +259,7 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input)
     jobs = [p.job_or_invalid(p.solution) for p in problems]
-    with _grader(args, "filtering") as grader:
+    with command_grader(args, "filtering") as grader:
         results = grader.grade(jobs)
     dropped = [(p, r) for p, r in zip(problems, results) if r.status.value != "ok"]
     for p, r in dropped[:20]:

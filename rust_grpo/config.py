@@ -420,6 +420,17 @@ def preset_path(path: str | Path) -> Path:
     return shipped_path(f"configs/{path}.toml")
 
 
+def load_run_config(path: str) -> RunConfig:
+    """A run's config: a TOML file or preset, or the ``config.json`` a training run wrote."""
+    if path.endswith(".json"):
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{path}: cannot read a run config ({exc})") from None
+        return from_dict(data, path)
+    return load_config(path)
+
+
 def load_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
     """Read a TOML config (or the defaults), apply ``--set`` overrides, validate."""
     data: dict[str, Any] = {}

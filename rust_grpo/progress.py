@@ -40,3 +40,13 @@ class ProgressGrader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def command_grader(args: Any, desc: str = "grading") -> ProgressGrader:
+    """The grader a command line asks for (``--isolation``, ``--workers``, ``--timeout``, ``--quiet``),
+    with a progress bar: one place for ``score``, ``eval``, ``eval --repair-turns`` and ``data``."""
+    from reward_sandbox import Settings, open_grader
+
+    settings = Settings(isolation=getattr(args, "isolation", "auto"), workers=getattr(args, "workers", 0) or 0)
+    grader = open_grader(settings.with_run_timeout(getattr(args, "timeout", 10.0)))
+    return ProgressGrader(grader, desc, enabled=False if getattr(args, "quiet", False) else None)

@@ -152,9 +152,9 @@ def turn_summary(records: list[dict[str, Any]], max_turns: int) -> list[dict[str
 
 def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> int:
     """``rust-grpo eval --repair-turns N`` (N >= 2), sampling with the eval command's ``settings``."""
-    from .cli import _grader, run_config
-    from .config import ConfigError, RepairConfig, RewardConfig
+    from .config import ConfigError, RepairConfig, RewardConfig, load_run_config
     from .data import load_problems
+    from .progress import command_grader
     from .report import write_report
 
     try:
@@ -162,13 +162,13 @@ def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> in
     except ConfigError as exc:
         raise ConfigError(f"--repair-turns: {exc}") from None
     problems = load_problems(args.dataset, max_rows=args.limit)
-    cfg = run_config(args.config) if args.config else None
+    cfg = load_run_config(args.config) if args.config else None
     fmt = cfg.data.format() if cfg else THINK
     weights = cfg.reward.weights if cfg else RewardConfig().weights
     max_chars = cfg.repair.max_feedback_chars if cfg else 1200
     make = {"hf": hf_chat_generator, "vllm": vllm_chat_generator}[args.backend]
     generate = make(args.model, settings, args.adapter)
-    with _grader(args, "grading turns") as grader:
+    with command_grader(args, "grading turns") as grader:
         records = run_repair_eval(problems, generate, grader, args.samples, args.repair_turns, weights, fmt, max_chars)
         level = grader.level
     out = Path(args.out)

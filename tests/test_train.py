@@ -198,7 +198,7 @@ def test_any_grpo_config_field_passes_through_the_trl_table(tmp_path):
 
 
 def test_eval_takes_the_runs_prompt_and_vllm_gets_the_adapters_rank(tmp_path):
-    from rust_grpo.cli import run_config
+    from rust_grpo.config import load_run_config as run_config
     from rust_grpo.evaluate import vllm_engine_args
 
     cfg = tiny_config(tmp_path, 'data.system_prompt="You write Rust. SYS-MARK"')
