@@ -32,7 +32,7 @@ def run_card(cfg: RunConfig, out: Path) -> str:
     )
     head, tail = steps[: max(1, len(steps) // 4)], steps[-max(1, len(steps) // 4) :]
     weights = ", ".join(f"{name} {w:g}" for name, w in cfg.reward.weights.items() if w)
-    model = cfg.model.name_or_path + (" (tiny offline model)" if cfg.model.tiny else "")
+    model = "a tiny random Qwen2 built offline (`model.tiny`)" if cfg.model.tiny else f"`{cfg.model.name_or_path}`"
     lines = [
         "---",
         "library_name: peft",
@@ -41,7 +41,7 @@ def run_card(cfg: RunConfig, out: Path) -> str:
         "",
         f"# {out.name}: a GRPO run of rust-grpo",
         "",
-        f"- base model: `{model}`"
+        f"- base model: {model}"
         + (f", SFT cold start of {cfg.model.warm_start_steps} steps" if cfg.model.warm_start_steps else ""),
         f"- training problems: `{cfg.data.train}`; rewards from sandboxed builds, clippy and tests",
         f"- reward weights: {weights}",
