@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-TORCH  ?= torch==2.13.0
+# torch is installed first, on its own, at its pin in constraints.txt (TORCH=... for another build)
+TORCH  ?= $(shell grep '^torch==' constraints.txt)
 
 .PHONY: setup system-packages test test-fast demo bench bench-learning lint docker-check clean
 
