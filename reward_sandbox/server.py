@@ -10,7 +10,8 @@ waiting (then 503); a body of at most ``max_request_mb``, counted as it streams 
 body without Content-Length is cut off too (413); a request must arrive within ``read_timeout_s``
 its answers must be read within ``read_timeout_s`` too, at most ``max_pipelined`` requests are
 answered ahead of the client's reading, and at most ``max_connections`` are open (see :mod:`.httpguard`). A malformed request gets a 4xx
-with the reason, a bad record inside a good batch an ``invalid_input`` result. A bearer token,
+with the reason, a bad record inside a good batch an ``invalid_input`` result. Every error body,
+404 and 405 included, is ``{"error": "..."}``. A bearer token,
 from the environment or a file (never the command line), guards /v1/grade and /metrics; the server
 refuses to start without one on a non-loopback address. There are no /docs or /openapi.json.
 SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
