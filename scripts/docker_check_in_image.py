@@ -76,8 +76,10 @@ def check_serve(cmd: list[str]) -> None:
     server = subprocess.Popen(cmd, env={**bare, "REWARD_SANDBOX_TOKEN": TOKEN}, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stderr is not None
-        banner = server.stderr.readline().strip()
-        print(banner)
+        banner = ""  # after the fallback warning where bubblewrap is refused (as in buildah's chroot)
+        while "serving on" not in banner and (line := server.stderr.readline()):
+            banner = line.strip()
+            print(banner)
         assert "serving on http://0.0.0.0:8808" in banner, banner
         deadline = time.monotonic() + 60
         while True:
