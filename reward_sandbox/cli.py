@@ -15,6 +15,7 @@ from typing import Any
 from . import __version__
 from .cgroups import cgroup_problem
 from .cliargs import OneLineParser
+from .client import RemoteGraderError
 from .isolation import IsolationUnavailable, choose_level
 from .jobs import InvalidJob
 from .outfiles import check_output_file, write_lines
@@ -82,7 +83,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"reward-sandbox: grading on {', '.join(settings.server_urls)}", file=sys.stderr)
             results = grader.grade(records)
             for server in getattr(grader, "health", list)():
-                state = "up" if server["healthy"] else f"down ({server['last_error']})"
+                state = (
+                    "refused the token"
+                    if server.get("unauthorized")
+                    else "up"
+                    if server["healthy"]
+                    else f"down ({server['last_error']})"
+                )
                 print(
                     f"  {server['url']}: {state}, {server['jobs_ok']} jobs graded, {server['failures']} failures",
                     file=sys.stderr,
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("reward-sandbox: interrupted; nothing was written", file=sys.stderr)
         return 130
-    except (IsolationUnavailable, ToolchainError, SlotsExhausted, ValueError, OSError) as exc:
+    except (IsolationUnavailable, ToolchainError, SlotsExhausted, RemoteGraderError, ValueError, OSError) as exc:
         if args.verbose:
             traceback.print_exc()
         print(f"reward-sandbox: error: {first_line(exc)}", file=sys.stderr)
