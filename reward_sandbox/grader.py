@@ -96,9 +96,12 @@ def grade_job(
         if slot.memory is not None:
             slot.memory.prepare(limits.run_memory_mb)
         argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
-        outcome = run_driver(
-            argv, plan.steps, env, asm.nonce, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid)
-        )
+
+        def scrub() -> None:  # before every run step (process.driver_script)
+            _scrub(job_dir.src)
+            isolation.between_runs(job_dir, slot.uid)
+
+        outcome = run_driver(argv, plan.steps, env, asm.nonce, scrub=scrub, kill_step=_step_killer(slot.uid))
         oom = slot.memory.oom_killed() if slot.memory is not None else False
         result = classify(job, asm, plan, outcome, oom)
         if slot.memory is not None:
@@ -116,13 +119,20 @@ def grade_job(
 
 def _scrub(src: Path) -> None:
     """Delete every source file (the program, its tests, the hidden tests, the sentinel) before tests
-    run; only the manifests stay, so a test's working directory still looks like a crate."""
-    for path in sorted(src.rglob("*"), reverse=True):
-        if path.is_dir():
+    run; only the manifests stay, so a test's working directory still looks like a crate. It runs
+    again before every later run, when the program has had its turn (where the fallback leaves the
+    directory in its reach): links are removed, never followed, and no process of the slot is left
+    to race it (``rg-run`` kills them after every step)."""
+    for dirpath, dirnames, filenames in os.walk(src, topdown=False):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name != "Cargo.toml" or path.is_symlink():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        for name in dirnames:
+            path = Path(dirpath) / name
             with contextlib.suppress(OSError):
-                path.rmdir()
-        elif path.name != "Cargo.toml":
-            path.unlink()
+                path.unlink() if path.is_symlink() else path.rmdir()
 
 
 def kill_uid(uid: int) -> None:

@@ -8,6 +8,7 @@
  * The child, before exec:
  *   - gets its rlimits (CPU, address space, stack, processes, file size, open files, no core),
  *   - closes every descriptor but stdin/stdout/stderr,
+ *   - resets every signal's action to the default and unblocks them all (nothing inherited),
  *   - drops to the slot uid with no groups, sets no_new_privs and installs a seccomp filter
  *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls, and any
  *     socket but a local (AF_UNIX) one.
@@ -131,6 +132,22 @@ static void install_seccomp(void) {
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) die("seccomp");
 }
 
+/* Every signal back to its default action, none blocked: dispositions set to "ignore" and the mask
+ * survive exec, and the host's Python ignores SIGXFSZ and SIGPIPE, so without this a file over the
+ * size limit would be a write error (a compiler's "unknown error") instead of the SIGXFSZ that says
+ * which limit was hit, and a program could inherit a blocked SIGXCPU. */
+static void reset_signals(void) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL); /* glibc's reserved ones refuse: fine */
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) die("sigprocmask");
+}
+
 static void limit2(int resource, rlim_t soft, rlim_t hard) {
     struct rlimit rl = {soft, hard};
     if (setrlimit(resource, &rl) != 0) die("setrlimit");
@@ -224,7 +241,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(cwd, "-") != 0 && chdir(cwd) != 0) die(cwd);
         install_seccomp();
-        signal(SIGPIPE, SIG_DFL);
+        reset_signals();
         if (getenv("RG_NO_PROCESSES") != NULL) {
             unsetenv("RG_NO_PROCESSES");
             forbid_processes();
