@@ -23,7 +23,7 @@ from reward_sandbox import GraderLike, InvalidJob, Job, Result, Status, TestMode
 from reward_sandbox.results import invalid_result
 
 from .answer_format import THINK, AnswerFormat
-from .audit import CodeAudit, audit_code, matching_brace
+from .audit import CodeAudit, audit_code, code_view, matching_brace
 from .data import Problem, problem_from_columns
 from .mutants import BODIES, replace_bodies
 from .parsing import ParsedCompletion, completion_text, parse_completion
@@ -277,13 +277,9 @@ def format_reward(e: Evaluation, _min_tests: int) -> float:
 
 
 def _test_module(code: str) -> str | None:
-    """The text of the program's ``#[cfg(test)] mod`` (comments and strings blanked), if any."""
-    from reward_sandbox.rustlex import LexError, code_only
-
-    try:
-        clean = code_only(code)
-    except LexError:
-        return None
+    """The text of the program's ``#[cfg(test)] mod`` (found in the code view: not in comments or
+    strings), if any."""
+    clean = code_view(code)
     match = _TEST_MOD.search(clean)
     if match is None:
         return None

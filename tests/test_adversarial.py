@@ -412,10 +412,13 @@ def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
 
 
 def test_memory_is_limited_for_the_job_as_a_whole(strict_grader):
-    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files and a
-    400 MB vector each fit their own limit (disk, RLIMIT_AS), together they must not pass 512 MB."""
+    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files (five,
+    each under the file-size limit) and a 400 MB vector each fit their own limit (disk, RLIMIT_AS),
+    together they must not pass 512 MB."""
     body = """
-        std::fs::write("/tmp/big", vec![1u8; 250 << 20]).unwrap();
+        for i in 0..5 {
+            std::fs::write(format!("/tmp/big{i}"), vec![1u8; 50 << 20]).unwrap();
+        }
         let v = vec![7u8; 400 << 20];
         assert!(v.iter().step_by(4096).all(|&b| b == 7));
     """

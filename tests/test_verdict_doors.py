@@ -281,3 +281,30 @@ def test_the_fallback_also_starts_every_run_afresh(fallback_grader):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-x", "-q"]))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "failed to write to `/tmp/rmeta/full.rmeta`: File too large (os error 27)",
+        "linking with `cc` failed: signal: 25 (SIGXFSZ)",
+    ],
+)
+def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(message):
+    """When the limit's signal reaches a tool rustc runs (the linker) or rustc sees the write fail, rustc
+    exits with an error of its own: its message, not a snippet of the program, names the limit."""
+    from reward_sandbox.grader import _file_limit_hit
+    from reward_sandbox.process import StepOutcome
+
+    line = json.dumps({"$message_type": "diagnostic", "message": message, "level": "error", "spans": []})
+    assert _file_limit_hit(StepOutcome(started=True, exit_code=1, output=line.encode() + b"\n"))
+    quoted = json.dumps(
+        {
+            "$message_type": "diagnostic",
+            "message": "cannot find value `x`",
+            "level": "error",
+            "spans": [],
+            "rendered": f"// {message}",
+        }
+    )
+    assert not _file_limit_hit(StepOutcome(started=True, exit_code=1, output=quoted.encode() + b"\n"))
