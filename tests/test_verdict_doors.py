@@ -169,6 +169,23 @@ mod tests {
 }
 """
 
+# (4) rust-lang/rust#25860 (cve-rs's lifetime expansion): a safe transmute, so arbitrary memory access
+UNSOUND = (
+    WRONG_BODY
+    + """
+static UNIT: &'static &'static () = &&();
+
+fn keep<'x, 'y, T>(_: &'x &'y (), v: &'y T) -> &'x T {
+    v
+}
+
+pub fn forever<'x, T>(v: &'x T) -> &'static T {
+    let f: fn(_, &T) -> &'static T = keep;
+    f(UNIT, v)
+}
+"""
+)
+
 # (5) a static too big for the file-size limit: the object file cannot be written
 BIG_STATIC = (
     RIGHT_BODY.replace("xs.iter()", "let _ = BIG[x as usize % 8];\n    xs.iter()")
@@ -182,7 +199,7 @@ QUIET = {
     "prelude_types": PRELUDE_TYPES,
     **{f"sniff_{name}": sniffer(condition) for name, condition in SNIFFS.items() if "rg_seen" not in condition},
 }
-LOUD = {"leaker": LEAKER, "sniff_hidden_run_file": sniffer(SNIFFS["hidden_run_file"])}
+LOUD = {"leaker": LEAKER, "sniff_hidden_run_file": sniffer(SNIFFS["hidden_run_file"]), "unsound": UNSOUND}
 WRONG_PROGRAMS = {**QUIET, **LOUD}
 
 
@@ -241,7 +258,7 @@ def test_nothing_of_the_hidden_run_reaches_the_own_run_or_feedback(grader):
 def test_the_own_run_looks_the_same_for_the_program_and_its_wrong_versions(grader):
     """The sniffs themselves, on a correct program: each reads the same in every run, so the test
     passes on the program and on its wrong versions alike (and the wrong ones above earn nothing)."""
-    programs = [RIGHT_BODY + sniffer(c).split(WRONG_BODY, 1)[1] for c in SNIFFS.values()]
+    programs = [RIGHT_BODY + "\n#[cfg(test)]" + sniffer(c).split("#[cfg(test)]", 1)[1] for c in SNIFFS.values()]
     evaluations, _ = graded_with_rewards(grader, programs)
     for name, e in zip(SNIFFS, evaluations):
         assert e.result is not None and e.result.status is Status.OK, (name, e.result.reason)
@@ -281,6 +298,119 @@ def test_the_fallback_also_starts_every_run_afresh(fallback_grader):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-x", "-q"]))
+
+
+def test_unsound_safe_code_is_refused_with_its_reason(grader):
+    (e,), rewards = graded_with_rewards(grader, [UNSOUND])
+    r = e.result
+    assert r is not None and r.status is Status.INVALID_INPUT and "25860" in r.reason, r.reason
+    assert not e.unknown and all(v[0] in (None, 0.0) for k, v in rewards.items() if k not in ("format", "code_block"))
+    text = feedback(e) or ""
+    assert "could not be graded" in text and "soundness hole" in text
+
+
+# Shapes of #25860 that compile on rustc 1.95 (checked when written), each renamed and reshaped: none
+# may get through whatever its names, and the same code without the hole's ingredients is graded.
+U = "static UNIT: &'static &'static () = &&();\n"
+EXT = "pub fn ext<'q, T>(x: &'q T) -> &'static T { let f: fn(_, &T) -> &'static T = tr; f(UNIT, x) }\n"
+UNSOUND_SHAPES = {
+    "cve_rs": "fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }\n" + EXT,
+    "method": "struct S;\nimpl S { fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v } }\n"
+    + EXT.replace("= tr;", "= S::tr;"),
+    "trait_default": "trait Tr { fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v } }\nimpl Tr for () {}\n"
+    + EXT.replace("= tr;", "= <() as Tr>::tr;"),
+    "alias_witness": "type W<'a, 'b> = &'a &'b ();\nfn tr<'a, 'b, T>(_: W<'a, 'b>, v: &'b T) -> &'a T { v }\n" + EXT,
+    "generic_witness": "fn tr<'a, 'b, T, X: ?Sized>(_: &'a &'b X, v: &'b T) -> &'a T { v }\n"
+    + EXT.replace("= tr;", "= tr::<T, ()>;"),
+    "array_witness": "fn tr<'a, 'b, T>(_: &'a [&'b (); 1], v: &'b T) -> &'a T { v }\n"
+    + EXT.replace("f(UNIT, x)", "f(&[&()], x)"),
+    "tuple_param": "fn tr<'a, 'b, T>(p: (&'a &'b (), &'b T)) -> &'a T { p.1 }\n"
+    + EXT.replace("fn(_, &T)", "fn((_, &T))").replace("f(UNIT, x)", "f((UNIT, x))"),
+    "out_param": "fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T, o: &mut Option<&'a T>) { *o = Some(v) }\n"
+    "pub fn ext<'q, T>(x: &'q T) -> &'static T {\n"
+    "    let f: fn(_, &T, &mut Option<&'static T>) = tr;\n    let mut o = None;\n    f(UNIT, x, &mut o);\n"
+    "    o.unwrap()\n}\n",
+    "in_a_macro": "macro_rules! mk { ($a:lifetime, $b:lifetime) => {\n"
+    "    fn tr<$a, $b, T>(_: &$a &$b (), v: &$b T) -> &$a T { v }\n} }\nmk!('a, 'b);\n" + EXT,
+}
+SOUND_LOOKALIKES = {
+    "called_directly": "fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }\n"
+    "pub fn f(x: &u8) -> &u8 { let u = &(); tr(&u, x) }\n",
+    "explicit_bound": "fn tr<'a, 'b: 'a, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }\n"
+    "pub fn f() -> fn(&'static &'static (), &'static u8) -> &'static u8 { tr::<u8> }\n",
+    "separate_lifetimes": "fn longest<'a, 'b>(x: &'a str, _y: &'b str) -> &'a str { x }\n"
+    'pub fn f() -> usize { ["a"].iter().map(|s| longest(s, s)).count() + { let g = longest; g("x", "y").len() } }\n',
+    "in_a_comment": "// fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v } let f = tr;\npub fn f() {}\n",
+    "in_a_string": "pub fn f() -> &'static str { \"fn tr<'a, 'b>(_: &'a &'b ()) {} let g = tr;\" }\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(UNSOUND_SHAPES))
+def test_every_known_shape_of_the_hole_is_refused(shape):
+    from reward_sandbox.soundness import unsound_reason
+
+    assert unsound_reason(U + UNSOUND_SHAPES[shape]) is not None
+
+
+@pytest.mark.parametrize("shape", list(SOUND_LOOKALIKES))
+def test_sound_code_that_looks_alike_is_not_refused(shape):
+    from reward_sandbox.soundness import unsound_reason
+
+    assert unsound_reason(SOUND_LOOKALIKES[shape]) is None
+
+
+def test_the_shipped_problems_references_are_never_refused():
+    from reward_sandbox.soundness import unsound_reason
+
+    root = Path(__file__).resolve().parent.parent
+    rows = [
+        json.loads(line) for path in sorted((root / "data").glob("*.jsonl")) for line in path.read_text().splitlines()
+    ]
+    assert len(rows) > 100
+    assert [r["id"] for r in rows if unsound_reason(r.get("solution") or "")] == []
+
+
+def test_a_test_run_cannot_replace_stdout_or_map_writable_code(grader):
+    """Even with ``unsafe`` allowed (FFI), a test run's stdin/stdout/stderr stay where the harness put
+    them and no memory is writable and executable at once (rg-run's seccomp filter)."""
+    source = """
+extern "C" {
+    fn dup(fd: i32) -> i32;
+    fn dup2(old: i32, new: i32) -> i32;
+    fn dup3(old: i32, new: i32, flags: i32) -> i32;
+    fn close(fd: i32) -> i32;
+    fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
+    fn mprotect(addr: *mut u8, len: usize, prot: i32) -> i32;
+}
+
+pub fn noop() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdio_and_memory_stay_ours() {
+        noop();
+        unsafe {
+            let spare = dup(2);
+            assert!(spare > 2);
+            assert_eq!(dup2(spare, 1), -1);
+            assert_eq!(dup3(spare, 2, 0), -1);
+            assert_eq!(close(1), -1);
+            assert_eq!(dup2(spare, 9), 9); // above stdio: allowed
+            let rwx = mmap(std::ptr::null_mut(), 4096, 7, 0x22, -1, 0);
+            assert_eq!(rwx as isize, -1);
+            let rw = mmap(std::ptr::null_mut(), 4096, 3, 0x22, -1, 0);
+            assert_ne!(rw as isize, -1);
+            assert_eq!(mprotect(rw, 4096, 7), -1);
+            assert_eq!(mprotect(rw, 4096, 5), 0); // executable but no longer writable: allowed
+        }
+    }
+}
+"""
+    (r,) = grader.grade([{"id": "fds", "source": source, "allow_unsafe": True}])
+    assert r.status is Status.OK and r.tests.own.passed == 1, (r.status, r.reason, r.tests.own_output)
 
 
 @pytest.mark.parametrize(
