@@ -74,6 +74,27 @@ EDITION_PRELUDE: dict[str, tuple[str, ...]] = {
     "2021": (*_V1, "TryFrom", "TryInto", "FromIterator"),
     "2024": (*_V1, "TryFrom", "TryInto", "FromIterator", "Future", "IntoFuture"),
 }
+# Primitive types are no prelude items but resolve after every import: a program's `struct usize`
+# (or `type i32 = ...`) arriving through the glob would stand in for them too; std::primitive names them.
+PRIMITIVES = (
+    "bool",
+    "char",
+    "f32",
+    "f64",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "str",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+)
 _BINDERS = {"fn", "struct", "enum", "union", "trait", "type", "const", "static", "mod", "as"}
 _USE = re.compile(r"\buse\b[^;]*;", re.DOTALL)
 _GLOB_USE = re.compile(r"\buse\b[^;{}]*(?:\{[^;]*)?\*[^;]*;", re.DOTALL)
@@ -97,14 +118,14 @@ def _idents(text: str) -> tuple[set[str], set[str]]:
 
 
 def prelude_imports(tests: str, edition: str) -> str:
-    """One ``use`` line (no newline, so line numbers stay) of the edition's prelude items that
-    ``tests`` mention and do not bind; empty when there is none."""
+    """``use`` declarations (no newline, so line numbers stay) of the edition's prelude items and the
+    primitive types that ``tests`` mention and do not bind; empty when there is none."""
     used, bound = _idents(tests)
     names = [n for n in EDITION_PRELUDE.get(edition, EDITION_PRELUDE["2021"]) if n in used and n not in bound]
-    if not names:
-        return ""
+    primitives = [n for n in PRIMITIVES if n in used and n not in bound]
     prelude = f"rust_{edition}" if edition in EDITION_PRELUDE else "rust_2021"
-    return f"#[allow(unused_imports)] use ::std::prelude::{prelude}::{{{', '.join(names)}}}; "
+    out = f"#[allow(unused_imports)] use ::std::prelude::{prelude}::{{{', '.join(names)}}}; " if names else ""
+    return out + (f"#[allow(unused_imports)] use ::std::primitive::{{{', '.join(primitives)}}}; " if primitives else "")
 
 
 def after_glob_uses(tests: str, imports: str) -> str:

@@ -245,6 +245,23 @@ def test_no_wrong_program_passes_a_hidden_test_or_earns_own_test_credit(grader, 
         assert right.own_result is not None  # its own tests graded again, as its wrong versions are
 
 
+def test_a_primitive_type_cannot_be_shadowed_either(grader):
+    """Primitive types resolve after every import, so a program's ``struct usize`` arriving through the
+    glob used to stand in for std's: a wrong ``count`` with the asked signature text passed."""
+    hidden = f"#[test]\nfn counts() {{\n    let n: usize = count(&[1, 2, {MARK}]);\n    assert_eq!(n, 3);\n}}\n"
+    wrong = (
+        "#![allow(non_camel_case_types)]\n#[derive(Debug)]\npub struct usize;\n"
+        "impl PartialEq<i32> for usize {\n    fn eq(&self, _: &i32) -> bool {\n        true\n    }\n}\n"
+        "pub fn count(_xs: &[i32]) -> usize {\n    usize\n}\n"
+    )
+    right = "pub fn count(xs: &[i32]) -> usize {\n    xs.len()\n}\n"
+    results = grader.grade(
+        [{"id": n, "source": s, "tests": hidden} for n, s in [("r1", right), ("w", wrong), ("r2", right)]]
+    )
+    assert [r.status for r in results] == [Status.OK, Status.TEST_FAILURE, Status.OK], [r.reason for r in results]
+    assert results[1].tests.hidden.passed == 0
+
+
 def test_nothing_of_the_hidden_run_reaches_the_own_run_or_feedback(grader):
     (e,), _ = graded_with_rewards(grader, [LEAKER])
     r = e.result
