@@ -18,7 +18,12 @@ lifetime, so the shape cannot be hidden in a ``macro_rules!`` body. Such a progr
 built (``invalid_input``, with the reason), by the same lexer that places our declarations
 (``rustlex.py``), so comments, strings and names change nothing.
 
-This is a detector of one hole's known shapes, not a proof of soundness: the runner's seccomp
+The same goes for rust-lang/rust#57893 (a safe ``transmute`` through a trait object, which still
+compiles on rustc 1.95): a trait with an associated type, implemented for every type parameter that
+may be unsized (so for ``dyn Trait`` too), and named as ``dyn Trait<..., Assoc = X>``; the builtin
+impl and the blanket one then give two answers for the associated type.
+
+This is a detector of known holes' shapes, not a proof of soundness: the runner's seccomp
 filter (``runner.c``) also refuses what an exploit needs to take over the test's output (moving a
 descriptor onto stdout, writable-and-executable memory), and the README says what remains.
 """
@@ -186,12 +191,84 @@ def _used_as_value(toks: list[tuple[str, str]], fn: _Fn) -> bool:
     return False
 
 
+def _traits_with_types(toks: list[tuple[str, str]]) -> set[str]:
+    """The program's traits that declare an associated type."""
+    found = set()
+    for i in range(len(toks) - 1):
+        if toks[i] == ("ident", "trait") and toks[i + 1][0] == "ident":
+            j = i + 2
+            while j < len(toks) and toks[j][1] not in ("{", ";"):
+                j += 1
+            end = _group_end(toks, j) if j < len(toks) and toks[j][1] == "{" else j
+            body = toks[j + 1 : end - 1]
+            depth = 0
+            for k, (_, text) in enumerate(body):
+                if text in ("{", "(", "["):
+                    depth += 1
+                elif text in ("}", ")", "]"):
+                    depth -= 1
+                elif depth == 0 and text == "type" and k + 1 < len(body) and body[k + 1][0] == "ident":
+                    found.add(toks[i + 1][1])
+    return found
+
+
+def _blanket_unsized(toks: list[tuple[str, str]], traits: set[str]) -> set[str]:
+    """Those of ``traits`` implemented for a bare type parameter that may be unsized
+    (``impl<T: ?Sized, ...> Trait<...> for T``): the impl then also covers ``dyn Trait``."""
+    found = set()
+    for i in range(len(toks) - 1):
+        if toks[i] != ("ident", "impl") or toks[i + 1][1] != "<":
+            continue
+        end = _angle_end(toks, i + 1)
+        generics = toks[i + 2 : end - 1]
+        params = {
+            generics[k][1]
+            for k in range(len(generics))
+            if generics[k][0] == "ident" and (k == 0 or generics[k - 1][1] in ",<")
+        }
+        j = end
+        while j < len(toks) and toks[j][1] not in ("{", ";"):
+            j += 1
+        header = toks[end:j]
+        texts = [t for _, t in header]
+        if "for" not in texts or not texts or texts[0] not in traits:
+            continue
+        after_for = texts[texts.index("for") + 1 : texts.index("for") + 2]
+        unsized = any(a == "?" and b == "Sized" for (_, a), (_, b) in zip(toks[i:j], toks[i + 1 : j + 1]))
+        if after_for and after_for[0] in params and unsized:
+            found.add(texts[0])
+    return found
+
+
+def _dyn_with_binding(toks: list[tuple[str, str]], traits: set[str]) -> str | None:
+    """The first of ``traits`` named as ``dyn Trait<..., Assoc = Type>`` (or through a macro's ``$name``)."""
+    for i in range(len(toks) - 2):
+        name = toks[i + 1][1]
+        if toks[i] != ("ident", "dyn") or toks[i + 2][1] != "<" or not (name in traits or name.startswith("$")):
+            continue
+        end = _angle_end(toks, i + 2)
+        inner = [t for _, t in toks[i + 3 : end - 1]]
+        if any(
+            inner[k] == "=" and inner[k + 1 : k + 2] != ["="] and inner[k - 1 : k] != ["="]
+            for k in range(1, len(inner))
+        ):
+            return name
+    return None
+
+
 def unsound_reason(source: str) -> str | None:
     """Why ``source`` is refused (it uses a known soundness hole), or None."""
     try:
         toks = _significant(source)
     except LexError:
         return None  # rustc rejects it anyway
+    blanket = _blanket_unsized(toks, _traits_with_types(toks))
+    if blanket and (name := _dyn_with_binding(toks, blanket)) is not None:
+        return (
+            f"trait {name} is implemented for every unsized type and also named as `dyn {name}<.. = ..>`: the "
+            "shape of a known rustc soundness hole (rust-lang/rust#57893: two answers for one associated type); "
+            "such code can read and write any memory in safe Rust, so it is not graded"
+        )
     for fn in _functions(toks):
         shape = _translator(fn)
         if shape is not None and _used_as_value(toks, fn):

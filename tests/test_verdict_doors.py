@@ -349,8 +349,13 @@ UNSOUND_SHAPES = {
     "    o.unwrap()\n}\n",
     "in_a_macro": "macro_rules! mk { ($a:lifetime, $b:lifetime) => {\n"
     "    fn tr<$a, $b, T>(_: &$a &$b (), v: &$b T) -> &$a T { v }\n} }\nmk!('a, 'b);\n" + EXT,
+    "dyn_assoc_57893": "trait Obj<U> { type Out; }\nimpl<X: ?Sized, U> Obj<U> for X { type Out = U; }\n"
+    "fn via<X: ?Sized, U>(x: <X as Obj<U>>::Out) -> U { x }\n"
+    "pub fn cast<A, B>(a: A) -> B { via::<dyn Obj<B, Out = A>, B>(a) }\n",
 }
 SOUND_LOOKALIKES = {
+    "dyn_with_binding_of_a_std_trait": "trait Obj { type Out; }\nimpl<X: ?Sized> Obj for X { type Out = (); }\n"
+    "pub fn f(it: &mut dyn Iterator<Item = u8>) -> Option<u8> { it.next() }\n",
     "called_directly": "fn tr<'a, 'b, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }\n"
     "pub fn f(x: &u8) -> &u8 { let u = &(); tr(&u, x) }\n",
     "explicit_bound": "fn tr<'a, 'b: 'a, T>(_: &'a &'b (), v: &'b T) -> &'a T { v }\n"
