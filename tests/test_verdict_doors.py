@@ -118,6 +118,8 @@ SNIFFS = {
     "tmp_listing": 'std::fs::read_dir("/tmp").map(|d| d.count()).unwrap_or(0) > 2',
     "batch_std": 'std::fs::read_to_string("/proc/self/maps").unwrap_or_default().contains("libstd")',
     "env_size": "std::env::vars().count() > 5",
+    "cwd_listing": 'std::fs::read_dir(".").map(|d| d.count()).unwrap_or(0) != 1',
+    "open_fds": 'std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0) > 4',
 }
 
 
@@ -199,7 +201,12 @@ QUIET = {
     "prelude_types": PRELUDE_TYPES,
     **{f"sniff_{name}": sniffer(condition) for name, condition in SNIFFS.items() if "rg_seen" not in condition},
 }
-LOUD = {"leaker": LEAKER, "sniff_hidden_run_file": sniffer(SNIFFS["hidden_run_file"]), "unsound": UNSOUND}
+LOUD = {
+    "leaker": LEAKER,
+    "leaker_sibling": LEAKER + "\n// a sibling: what one writes in the hidden run, the other reads in the own run\n",
+    "sniff_hidden_run_file": sniffer(SNIFFS["hidden_run_file"]),
+    "unsound": UNSOUND,
+}
 WRONG_PROGRAMS = {**QUIET, **LOUD}
 
 
@@ -243,6 +250,26 @@ def test_no_wrong_program_passes_a_hidden_test_or_earns_own_test_credit(grader, 
     if grader.batch and group is QUIET:  # they really shared a batch: the batched path is the one tested
         assert all("batch" in e.result.measures for e in evaluations), [e.result.measures for e in evaluations]
         assert right.own_result is not None  # its own tests graded again, as its wrong versions are
+
+
+MAIN_TESTS = f"""fn main() {{
+    assert_eq!(find(&[4, {MARK}, 9], 9), Some(2));
+    assert_eq!(find(&[{MARK}], 5), None);
+    assert_eq!(parse("{MARK}"), Ok({MARK}));
+}}
+"""
+
+
+@pytest.mark.parametrize("mode", ["integration", "main"])
+def test_the_prelude_holds_in_exercism_test_crates_and_main_mode_too(grader, mode):
+    tests = "use solution::*;\n" + HIDDEN.replace("use super::*;", "use solution::*;")
+    tests = tests if mode == "integration" else MAIN_TESTS
+    jobs = [
+        {"id": n, "source": s, "tests": tests, "test_mode": mode} for n, s in [("r", RIGHT_BODY), ("w", PRELUDE_SHADOW)]
+    ]
+    right, wrong = grader.grade(jobs)
+    assert right.status is Status.OK, (right.reason, right.output_tail)
+    assert wrong.status is Status.TEST_FAILURE and wrong.tests.hidden.passed == 0, (wrong.reason, wrong.tests.hidden)
 
 
 def test_a_primitive_type_cannot_be_shadowed_either(grader):
