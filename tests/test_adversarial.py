@@ -381,8 +381,10 @@ pub fn forge() {
         "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn wrong() { assert_eq!(answer(2), 5); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_exit() { std::process::exit(0); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_spin() { loop { std::hint::black_box(0); } }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use std::io::Write;\n    #[test]\n"
+        "    fn a_flood() { loop { let _ = std::io::stdout().write_all(&[b'x'; 4096]); } }\n}\n",
     ],
-    ids=["does-not-compile", "fails", "exits", "loops"],
+    ids=["does-not-compile", "fails", "exits", "loops", "floods"],
 )
 def test_the_programs_own_tests_never_cost_the_hidden_verdict(strict_grader, own_tests):
     r = grade_one(strict_grader, source=RIGHT + own_tests, tests=HIDDEN, timeout_s=1.5)
