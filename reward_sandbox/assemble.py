@@ -7,7 +7,8 @@ first) and on the same line, so the program's line numbers do not move. There:
 
 - the hidden tests' module is declared before any ``macro_rules!`` of the program, so textual
   macro scope cannot reach it, and it imports the std assertion macros by name, which beats a
-  ``#[macro_export]`` look-alike arriving through ``use super::*``;
+  ``#[macro_export]`` look-alike arriving through ``use super::*``, and so the std prelude items
+  the tests use (``prelude.py``): the program's own ``Some`` or ``Vec`` never stands in for std's;
 - every generated file and module name carries a fresh random tag, so the program cannot name
   them in ``include_str!`` or shadow them with a module of its own;
 - the sentinel (the test that sorts last and proves the run reached its end) prints a nonce it
@@ -28,6 +29,7 @@ import secrets
 from dataclasses import dataclass
 
 from .jobs import Job, TestMode
+from .prelude import after_glob_uses, prelude_imports
 from .rustlex import LexError, code_only, inner_attributes_end
 
 NONCE_DIR = ".rg"  # root-owned, mode 0711: the nonce file in it can be read by name only
@@ -182,7 +184,9 @@ def assemble(job: Job, work_dir: str, marker: str = "") -> Assembly:
     nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
     hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden{marker}"
-    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; "
+    prelude = prelude_imports(job.tests, job.edition)
+    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {prelude}"
+    tests = after_glob_uses(job.tests, prelude)  # a glob of theirs in an inner scope beats our outer import
     own = _TEST_ATTR.search(_code(job.source)) is not None
     sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path)
     files = {sentinel_file: sentinel}
@@ -190,9 +194,7 @@ def assemble(job: Job, work_dir: str, marker: str = "") -> Assembly:
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))
         test_file = f"{tag}_t.rs"
-        files[test_file] = (
-            _insert(job.tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
-        )
+        files[test_file] = _insert(tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
         return layout(
             files,
             hidden_expected=count_tests(job.tests),
@@ -208,7 +210,7 @@ def assemble(job: Job, work_dir: str, marker: str = "") -> Assembly:
             files,
             hidden_expected=0,
         )
-    hidden = f"#[allow(unused_imports)] use super::*;\n{imports}\n{job.tests}\n"
+    hidden = f"#[allow(unused_imports)] use super::*;\n{imports}\n{tests}\n"
     expected = count_tests(job.tests)
     if job.test_mode is TestMode.MAIN:
         hidden += "\n#[test]\nfn rg_main() {\n    main();\n}\n"

@@ -96,9 +96,12 @@ def grade_job(
         if slot.memory is not None:
             slot.memory.prepare(limits.run_memory_mb)
         argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
-        outcome = run_driver(
-            argv, plan.steps, env, asm.nonce, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid)
-        )
+
+        def scrub() -> None:  # before every run step (process.driver_script)
+            _scrub(job_dir.src)
+            isolation.between_runs(job_dir, slot.uid)
+
+        outcome = run_driver(argv, plan.steps, env, asm.nonce, scrub=scrub, kill_step=_step_killer(slot.uid))
         oom = slot.memory.oom_killed() if slot.memory is not None else False
         result = classify(job, asm, plan, outcome, oom)
         if slot.memory is not None:
@@ -116,13 +119,20 @@ def grade_job(
 
 def _scrub(src: Path) -> None:
     """Delete every source file (the program, its tests, the hidden tests, the sentinel) before tests
-    run; only the manifests stay, so a test's working directory still looks like a crate."""
-    for path in sorted(src.rglob("*"), reverse=True):
-        if path.is_dir():
+    run; only the manifests stay, so a test's working directory still looks like a crate. It runs
+    again before every later run, when the program has had its turn (where the fallback leaves the
+    directory in its reach): links are removed, never followed, and no process of the slot is left
+    to race it (``rg-run`` kills them after every step)."""
+    for dirpath, dirnames, filenames in os.walk(src, topdown=False):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name != "Cargo.toml" or path.is_symlink():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        for name in dirnames:
+            path = Path(dirpath) / name
             with contextlib.suppress(OSError):
-                path.rmdir()
-        elif path.name != "Cargo.toml":
-            path.unlink()
+                path.unlink() if path.is_symlink() else path.rmdir()
 
 
 def kill_uid(uid: int) -> None:
@@ -167,12 +177,22 @@ def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[
             return Status.TIMEOUT, f"step '{name}' exceeded its CPU-time limit ({spec.cpu_s} s)"
         if step.signal == signal.SIGKILL and oom and spec.kind == "run":
             return Status.MEMORY_LIMIT, f"step '{name}' went over the job's memory limit ({spec.memory_mb} MB)"
-        if step.signal == signal.SIGXFSZ:
+        if step.signal == signal.SIGXFSZ or (spec.kind == "compile" and step.exit_code and _file_limit_hit(step)):
             return Status.OUTPUT_LIMIT, f"step '{name}' wrote a file larger than allowed"
         text = step.output[-8192:]
         if step.exit_code and (b"memory allocation of" in text or b"out of memory" in text.lower()):
             return Status.MEMORY_LIMIT, f"step '{name}' ran out of its memory limit ({spec.memory_mb} MB)"
     return None
+
+
+_FILE_LIMIT = ("(os error 27)", "(SIGXFSZ)")  # EFBIG, and a tool (the linker) the limit's signal killed
+
+
+def _file_limit_hit(step: StepOutcome) -> bool:
+    """A compiler that reports the file-size limit as an error of its own: a write that failed with
+    EFBIG, or a tool it ran killed by SIGXFSZ. Read from rustc's messages, never their rendered
+    snippets (those quote the program's text)."""
+    return any(d.level == "error" and any(m in d.message for m in _FILE_LIMIT) for d in parse_diagnostics(step.output))
 
 
 def _suite(

@@ -24,6 +24,7 @@ from .jobs import InvalidJob, Job
 from .limits import Limits
 from .results import Result, invalid_result
 from .slots import UidLease
+from .soundness import unsound_reason
 from .toolchain import find_toolchain
 
 log = logging.getLogger("reward_sandbox")
@@ -162,6 +163,8 @@ class Grader:
                 if isinstance(item, InvalidJob):
                     raise item
                 job = item if isinstance(item, Job) else Job.from_dict(item, index)
+                if not job.allow_unsafe and (unsound := unsound_reason(job.source)) is not None:
+                    raise InvalidJob(f"job {job.id!r}: {unsound}", job_id=job.id)
             except InvalidJob as exc:
                 results[index] = invalid_result(exc.job_id or f"#{index}", str(exc))
                 if on_result:

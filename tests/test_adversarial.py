@@ -381,8 +381,10 @@ pub fn forge() {
         "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn wrong() { assert_eq!(answer(2), 5); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_exit() { std::process::exit(0); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_spin() { loop { std::hint::black_box(0); } }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use std::io::Write;\n    #[test]\n"
+        "    fn a_flood() { loop { let _ = std::io::stdout().write_all(&[b'x'; 4096]); } }\n}\n",
     ],
-    ids=["does-not-compile", "fails", "exits", "loops"],
+    ids=["does-not-compile", "fails", "exits", "loops", "floods"],
 )
 def test_the_programs_own_tests_never_cost_the_hidden_verdict(strict_grader, own_tests):
     r = grade_one(strict_grader, source=RIGHT + own_tests, tests=HIDDEN, timeout_s=1.5)
@@ -412,10 +414,13 @@ def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
 
 
 def test_memory_is_limited_for_the_job_as_a_whole(strict_grader):
-    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files and a
-    400 MB vector each fit their own limit (disk, RLIMIT_AS), together they must not pass 512 MB."""
+    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files (five,
+    each under the file-size limit) and a 400 MB vector each fit their own limit (disk, RLIMIT_AS),
+    together they must not pass 512 MB."""
     body = """
-        std::fs::write("/tmp/big", vec![1u8; 250 << 20]).unwrap();
+        for i in 0..5 {
+            std::fs::write(format!("/tmp/big{i}"), vec![1u8; 50 << 20]).unwrap();
+        }
         let v = vec![7u8; 400 << 20];
         assert!(v.iter().step_by(4096).all(|&b| b == 7));
     """
