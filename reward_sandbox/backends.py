@@ -181,7 +181,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     test_build = [clippy, "--test", *common, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
         compile_step("testc", test_build, limits),
-        compile_step("check", check, limits, when="failed:testc"),
+        compile_step("check", check, limits, when="erred:testc"),  # not after a timeout: it would time out too
     ]
     hidden_compile = ["testc"] if has_hidden else []
     if has_hidden:

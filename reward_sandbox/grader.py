@@ -190,7 +190,7 @@ def _suite(
     run = _ran(outcome, run_name)
     if run is not None:
         try:
-            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected)
+            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected, asm.prefix)
         except Exception as exc:  # noqa: BLE001 - the program wrote this output: its fault, never a sandbox error
             return SuiteReport(
                 ran=True, failed=max(expected, 1), expected=expected, note=f"unreadable test output ({exc})"

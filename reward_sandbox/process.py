@@ -31,13 +31,18 @@ ACK_FD = 4  # the host answers the driver's "scrub" here once the sources are go
 NONCE_FD = 5
 FIRST_STEP_FD = 6
 HIGH_FD = 100  # above every target descriptor
+KEPT = (
+    ".rgbin",
+    ".rg",
+)  # in a fresh work dir: the sealed binaries (backends.SEALED_DIR), the nonces (assemble.NONCE_DIR)
 
 
 @dataclass(frozen=True)
 class Step:
     """One command of the driver, with its own limits. ``when`` is "always" or alternatives joined
-    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0) or
-    ``failed:NAME`` (it ran and did not)."""
+    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0),
+    ``failed:NAME`` (it ran and did not) or ``erred:NAME`` (it failed by itself: it was killed
+    neither by SIGKILL, as at its wall-clock deadline, nor for its CPU time, SIGXCPU)."""
 
     name: str
     argv: list[str]
@@ -53,6 +58,9 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
     when: str = "always"
     cwd: str = ""  # run from this directory (default: the work dir)
+    # emptied (as root) before the step, but for sealed binaries and nonces: a batch runs each
+    # program in the files a run alone finds, whatever the one before it left
+    fresh: tuple[str, ...] = ()
 
 
 @dataclass
@@ -94,7 +102,12 @@ def _condition(when: str) -> str:
         kind, _, name = term.partition(":")
         if kind == "ok":
             return f'[ "${{rc_{name}:-x}}" = 0 ]'
-        return f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+        failed = f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+        if kind == "erred":
+            return (
+                f'{failed} && [ "$rc_{name}" != {128 + signal.SIGKILL} ] && [ "$rc_{name}" != {128 + signal.SIGXCPU} ]'
+            )
+        return failed
 
     return " || ".join("{ " + " && ".join(atom(t) for t in alt.split("&")) + "; }" for alt in when.split("|"))
 
@@ -170,6 +183,8 @@ def driver_script(
             if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
                 lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
+        if step.fresh:
+            body.insert(0, _empty(step.fresh))
         call = _runner_call(layout, step, uid, argv)
         body.append(f"{call} >&{fd} 2>&{fd}")
         body.append(f'rc_{step.name}=$?; echo "end {step.name} $rc_{step.name}" >&{CONTROL_FD}')
@@ -177,6 +192,17 @@ def driver_script(
         lines.append(block if step.when == "always" else f"if {_condition(step.when)}; then {block}; fi")
     lines.append(f"echo done >&{CONTROL_FD}")
     return "\n".join(lines) + "\n"
+
+
+def _empty(dirs: tuple[str, ...]) -> str:
+    """Shell that removes everything in ``dirs`` but the sealed binaries' and the nonces'
+    directories (root's, which no step can write); ``rm`` starts only for what is there."""
+    globs = " ".join(f"{shlex.quote(d)}/{g}" for d in dirs for g in ("*", ".[!.]*", "..?*"))
+    keep = "|".join(shlex.quote(f"{d}/{name}") for d in dirs for name in KEPT)
+    return (
+        f'for _f in {globs}; do case "$_f" in {keep}) ;; *) '
+        'if [ -e "$_f" ] || [ -L "$_f" ]; then rm -rf -- "$_f"; fi ;; esac; done'
+    )
 
 
 def _kill(pid: int) -> None:
