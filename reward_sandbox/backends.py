@@ -4,9 +4,9 @@
 - with tests: one ``clippy-driver --test`` pass builds one test binary holding the program, its
   own tests and the hidden tests, and lints it; the binary then runs twice, filtered: once for
   the hidden tests, once for the program's own tests, each run with its own sentinel check;
-- when that pass fails, a metadata-only check of the program alone says whether the program
-  builds, and if it does, the hidden tests are built once more against the program with its own
-  tests off, so a broken own test never costs the hidden verdict;
+- when that pass fails (not when it ran out of time), a metadata-only check of the program alone
+  says whether the program builds, and if it does, the hidden tests are built once more against
+  the program with its own tests off, so a broken own test never costs the hidden verdict;
 - without tests: the metadata-only check alone (no codegen, no linking);
 - integration mode: ``clippy-driver`` builds the library as an rlib (build + lint), ``rustc
   --test`` builds the separate test crate against it, and the program's own tests, if any, are
