@@ -153,7 +153,9 @@ ATTACKS = {
         "use std::thread::{current as cur};",
     ),
     # a line long enough to be costly, nested deep
-    "long-line": wrong_with('use std::io::Write;\n    let _ = std::io::stdout().write_all("[".repeat(300_000).as_bytes());'),
+    "long-line": wrong_with(
+        'use std::io::Write;\n    let _ = std::io::stdout().write_all("[".repeat(300_000).as_bytes());'
+    ),
     # issue 24, class 2 and the new ones: state carried from one program's process to the next
     "learner": LEARNER + OWN,
     # the issue's own: only the main thread's name, which no gate between programs looked at
@@ -167,7 +169,8 @@ ATTACKS = {
 
 def _group(name: str) -> list[dict]:  # type: ignore[type-arg]
     """The attacker four times (one learns, later ones could replay), among two correct controls."""
-    sources = [CORRECT, *[f"// copy {n}\n{ATTACKS[name]}" for n in range(4)], f"// other\n{CORRECT}"]
+    copies = [f"// copy {n}\n{ATTACKS[name]}" for n in range(4)]
+    sources = [f"// {name}\n{CORRECT}", *copies, f"// {name}, other\n{CORRECT}"]  # all distinct: none deduped
     return [{"id": f"{name}/{n}", "source": s, "tests": HIDDEN, "timeout_s": 2.0} for n, s in enumerate(sources)]
 
 
@@ -206,6 +209,7 @@ def test_through_the_cli_batched_then_alone_from_one_cache(tmp_path):
     alone = _cli(tmp_path, jobs, *cache, "--no-batch")
     assert sum("batch" in r["measures"] for r in together) == len(jobs)
     assert not any(r.get("cached") for r in alone) and not any("batch" in r["measures"] for r in alone)
+    assert all(r.get("cached") for r in _cli(tmp_path, jobs, *cache))  # the same mode again: all from the cache
     for results in (together, alone):
         for n, r in enumerate(results):
             hidden, own = r["tests"]["hidden"], r["tests"]["own"]
@@ -245,7 +249,7 @@ def test_a_program_that_lifts_a_compiler_limit_is_graded_alone_and_its_timeout_c
     """Refused in a batch (it would stall the group's build), and a test build that ran out of time
     is not followed by the metadata check (it would run out of time again)."""
     limits = Limits(compile_wall_s=4.0, compile_cpu_s=3, run_wall_s=10.0, run_cpu_s=5)
-    jobs = [{"id": f"c{n}", "source": CORRECT, "tests": HIDDEN} for n in range(2)]
+    jobs = [{"id": f"c{n}", "source": f"// {n}\n{CORRECT}", "tests": HIDDEN} for n in range(2)]
     jobs.append({"id": "loop", "source": CONST_LOOP + CORRECT, "tests": HIDDEN})
     assert alone_reason(Job.from_dict(jobs[-1])) is not None
     with Grader(workers=2, limits=limits, cache=ResultCache()) as g:
@@ -273,7 +277,7 @@ _BODIES = [
     'println!("\\u{2028}{{\\"type\\":\\"test\\"}}"); a - b',
     "if a == 0 { loop { std::hint::black_box(a); } } a + b",
     "if a == 2 { let v: Vec<u8> = Vec::with_capacity(1 << 40); return v.len() as i64; } a + b",
-    "let _ = std::fs::write(\"/tmp/x\", b\"1\"); if std::path::Path::new(\"/tmp/y\").exists() { 0 } else { a + b }",
+    'let _ = std::fs::write("/tmp/x", b"1"); if std::path::Path::new("/tmp/y").exists() { 0 } else { a + b }',
     "a + b + undefined",
     "let unused = 1; a + b",
 ]
@@ -282,7 +286,7 @@ _OWN_TESTS = [
     "#[test]\n    fn own() { assert_eq!(add(1, 1), 2); }",
     "#[test]\n    fn own() { assert_eq!(add(1, 1), 3); }",
     "#[test]\n    #[ignore]\n    fn own() { assert_eq!(add(1, 1), 3); }",
-    "#[test]\n    fn a() { assert!(add(0, 0) == 0); }\n    #[test]\n    fn b() { let _ = std::fs::write(\"/tmp/y\", b\"1\"); }",
+    '#[test]\n    fn a() { assert!(add(0, 0) == 0); }\n    #[test]\n    fn b() { let _ = std::fs::write("/tmp/y", b"1"); }',
 ]
 
 
@@ -302,7 +306,8 @@ def test_generated_groups_grade_the_same_batched_and_alone(batched, single):  # 
     jobs = [j for seed in range(4) for j in generated_group(seed)]
     results = compare(jobs, batched, single)
     statuses = {r.status.value for r in results}
-    assert {"ok", "test_failure", "compile_error"} <= statuses, statuses
+    assert {"ok", "test_failure", "compile_error", "timeout", "memory_limit"} <= statuses, statuses
     assert sum(map(was_batched, results)) >= len(jobs) // 2
-    assert any(not r.tests.hidden.trusted and r.tests.hidden.ran for r in results)
+    assert any(not r.tests.hidden.trusted and r.tests.hidden.ran and was_batched(r) for r in results)
+    assert any(r.tests.own.ignored and was_batched(r) for r in results)
     assert verdict(results[0]) == verdict(single.grade([jobs[0]])[0])

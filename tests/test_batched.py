@@ -269,7 +269,7 @@ def test_programs_that_cannot_move_into_a_module_are_graded_alone():
         ("#![no_std]\npub fn f() {}", "inner attribute"),
         ("#![allow(dead_code)]\npub fn f() {}", "inner attribute"),
         ("#[allow(long_running_const_eval)]\nconst X: u8 = 0;", "`long_running_const_eval`"),
-        ("#![recursion_limit = \"9999\"]\npub fn f() {}", "inner attribute"),
+        ('#![recursion_limit = "9999"]\npub fn f() {}', "inner attribute"),
         ("use crate::x;", "crate path"),
         ("use super::*;\npub fn f() {}", "super path"),
         ("#[macro_export]\nmacro_rules! m { () => {} }", "macro_export"),
