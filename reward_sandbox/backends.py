@@ -73,9 +73,7 @@ def compile_step(
 
 
 # One malloc arena and no cache of thread stacks: once a program's threads have ended, the process's
-# address space is back where it was. Alone that changes nothing a test can rely on; in a batch it
-# keeps one program's threads from using up the address-space limit its neighbours share, and lets
-# the gate between programs see reserved memory that was kept (batchcrate.py).
+# address space is back where it was, and threads do not use up RLIMIT_AS with arenas of their own.
 RUN_ALLOCATOR_ENV = {"MALLOC_ARENA_MAX": "1", "GLIBC_TUNABLES": "glibc.pthread.stack_cache_size=0"}
 
 
