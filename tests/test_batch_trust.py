@@ -157,6 +157,25 @@ ATTACKS = {
         'use std::io::Write;\n    let _ = std::io::stdout().write_all("[".repeat(300_000).as_bytes());'
     ),
     # issue 24, class 2 and the new ones: state carried from one program's process to the next
+    # new: quotes libtest would escape, unescaped by a reader that rewrote the module path away
+    # (`\r` then the tag's tail: erasing `{tag}_m::` from `\rg…_m::\"` leaves `\\"`, a bare quote)
+    "escape-rewrite": wrong_with(
+        """let arg = std::env::args().find(|a| a.ends_with("_hidden::")).unwrap_or_default();
+    let q = format!("\\r{}_m::\\"", arg.trim_end_matches("_hidden::").get(1..).unwrap_or(""));
+    println!("{q}, {q}event{q}: {q}ok{q}, {q}x{q}: {q}");"""
+    ),
+    # new: a peak-memory mark one program leaves (VmHWM outlives the memory) and the next reads
+    "peak-memory": wrong_with(
+        """static RIGHT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let right = *RIGHT.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let peak: u64 = status.lines().find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0);
+        std::hint::black_box(vec![1u8; 128 << 20]);
+        peak > (100 << 10)
+    });
+    if right { return a + b; }"""
+    ),
     "learner": LEARNER + OWN,
     # the issue's own: only the main thread's name, which no gate between programs looked at
     "learner-thread-name": LEARNER.replace("[&str; 5] = [", "[&str; 0] = []; // [").replace(
