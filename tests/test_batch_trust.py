@@ -262,6 +262,24 @@ def test_through_the_cli_batched_then_alone_from_one_cache(tmp_path):
                 assert r["status"] != "ok" and hidden["passed"] == 0 and own["passed"] == 0, r
 
 
+CONST_LOOP = "#[allow(long_running_const_eval)]\npub const X: u64 = { let mut i = 1u64; while i != 0 { i = i.wrapping_add(1); } i };\n"
+SHORT_BUILDS = {"compile_wall_s": 8.0, "compile_cpu_s": 4}
+
+
+def test_through_the_cli_a_program_that_lifts_a_compiler_limit(tmp_path):
+    """Issue 24, class 4: graded alone, so its neighbours keep their batch, and its test build's
+    timeout is not followed by a metadata check that would time out too."""
+    jobs = [{"id": f"c{n}", "source": f"// {n}\n{CORRECT}", "tests": HIDDEN} for n in range(2)]
+    jobs.insert(1, {"id": "loop", "source": CONST_LOOP + CORRECT, "tests": HIDDEN})
+    for flags in ([], ["--no-batch"]):
+        results = _cli(tmp_path, jobs, "--no-cache", "--limits", json.dumps(SHORT_BUILDS), *flags)
+        assert [("batch" in r["measures"]) for r in results] == [not flags, False, not flags]
+        assert [r["status"] for r in results] == ["ok", "timeout", "ok"]
+        looping = results[1]
+        assert "check" not in looping["measures"]["steps"] and looping["tests"]["hidden"]["passed"] == 0
+        assert "testc" in looping["reason"] and looping["duration_s"] < 2 * SHORT_BUILDS["compile_cpu_s"]
+
+
 def _answer(code: str) -> str:
     return f"<think>Add.</think>\n```rust\n{code}\n```"
 
@@ -270,37 +288,22 @@ def _answer(code: str) -> str:
 def test_through_the_reward_functions(batch):
     """Every wrong program earns nothing for hidden or own tests, batched or alone; the control does."""
     names = ["u2028", "u0085", "u2029", "learner", "learner", "forged-suite"]
-    codes = [CORRECT, *[f"// {n}\n{ATTACKS[name]}" for n, name in enumerate(names)]]
-    with Grader(workers=2, limits=TEST_LIMITS, cache=ResultCache(), batch=batch) as grader:
+    codes = [CORRECT, *[f"// {n}\n{ATTACKS[name]}" for n, name in enumerate(names)], CONST_LOOP + CORRECT]
+    names.append("const-loop")
+    limits = Limits(**{**TEST_LIMITS.to_dict(), **SHORT_BUILDS})
+    with Grader(workers=2, limits=limits, cache=ResultCache(), batch=batch) as grader:
         context = RewardContext(grader)
         funcs, _ = build_reward_functions(context, {})
         columns = {"tests": [HIDDEN] * len(codes), "test_mode": ["unit"] * len(codes)}
         completions = [_answer(c) for c in codes]
         table = {f.__name__: f(prompts=[None] * len(codes), completions=completions, **columns) for f in funcs}
     evaluations = context.graded[-1].evaluations
-    assert all(e.result is not None and was_batched(e.result) == batch for e in evaluations)
+    assert all(e.result is not None and was_batched(e.result) == batch for e in evaluations[:-1])
+    assert evaluations[-1].result is not None and evaluations[-1].result.status is Status.TIMEOUT
     assert table["hidden_tests"][0] == 1.0 and table["own_tests"][0] > 0 and table["build"][0] == 1.0
     assert table["hidden_tests"][1:] == [0.0] * len(names)
     assert table["own_tests"][1:] == [0.0] * len(names)
     assert table["tests_present"][1:] == [0.0] * len(names)
-
-
-CONST_LOOP = "#[allow(long_running_const_eval)]\npub const X: u64 = { let mut i = 1u64; while i != 0 { i = i.wrapping_add(1); } i };\n"
-
-
-def test_a_program_that_lifts_a_compiler_limit_is_graded_alone_and_its_timeout_costs_one_build():
-    """Refused in a batch (it would stall the group's build), and a test build that ran out of time
-    is not followed by the metadata check (it would run out of time again)."""
-    limits = Limits(compile_wall_s=4.0, compile_cpu_s=3, run_wall_s=10.0, run_cpu_s=5)
-    jobs = [{"id": f"c{n}", "source": f"// {n}\n{CORRECT}", "tests": HIDDEN} for n in range(2)]
-    jobs.append({"id": "loop", "source": CONST_LOOP + CORRECT, "tests": HIDDEN})
-    assert alone_reason(Job.from_dict(jobs[-1])) is not None
-    with Grader(workers=2, limits=limits, cache=ResultCache()) as g:
-        results = g.grade(jobs)
-    assert [was_batched(r) for r in results] == [True, True, False]
-    looping = results[-1]
-    assert looping.status is Status.TIMEOUT and "testc" in looping.reason, looping.reason
-    assert "check" not in looping.measures["steps"] and looping.duration_s < 8
 
 
 # ---------------------------------------------------------------------------------------------
