@@ -61,12 +61,18 @@ class Assembly:
     lib_path: str = "lib.rs"
     test_path: str | None = None  # integration mode: the separate test crate root
     hidden_root: str | None = None  # unit/main mode: program with its own tests off + hidden tests
-    marker: str = ""  # batches: a secret every hidden module of the batch carries (their one filter)
+    module: str = ""  # batches: the program's module in the batch crate (``{tag}_m``)
+
+    @property
+    def prefix(self) -> str:
+        """What starts each of the program's test names: nothing alone, its module in a batch."""
+        return f"{self.module}::" if self.module else ""
 
     @property
     def hidden_module(self) -> str:
-        """Also the libtest filter of the hidden run (``{tag}_hidden::`` holds its sentinel too)."""
-        return f"{self.tag}_hidden{self.marker}"
+        """Also the libtest filter of the hidden run (``{tag}_hidden::`` holds its sentinel too),
+        alone and in a batch alike: libtest filters match anywhere in a test's name."""
+        return f"{self.tag}_hidden"
 
     @property
     def sentinel_test(self) -> str:
@@ -175,22 +181,21 @@ def _sentinel_test(nonce_path: str) -> str:
     )
 
 
-def assemble(job: Job, work_dir: str, marker: str = "") -> Assembly:
+def assemble(job: Job, work_dir: str) -> Assembly:
     """Lay out ``job`` as crate files with fresh random names and a fresh nonce. ``work_dir`` is the
-    steps' view of the work directory, where the driver puts the nonce file just before tests run.
-    ``marker`` (batches only) is appended to the hidden module's name."""
+    steps' view of the work directory, where the driver puts the nonce file just before tests run."""
     tag = "rg" + secrets.token_hex(8)
     nonce = secrets.token_hex(16)
     nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
-    hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden{marker}"
+    hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden"
     prelude = prelude_imports(job.tests, job.edition)
     imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {prelude}"
     tests = after_glob_uses(job.tests, prelude)  # a glob of theirs in an inner scope beats our outer import
     own = _TEST_ATTR.search(_code(job.source)) is not None
     sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path)
     files = {sentinel_file: sentinel}
-    layout = functools.partial(Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own, marker=marker)
+    layout = functools.partial(Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own)
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))
         test_file = f"{tag}_t.rs"

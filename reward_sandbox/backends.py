@@ -4,9 +4,9 @@
 - with tests: one ``clippy-driver --test`` pass builds one test binary holding the program, its
   own tests and the hidden tests, and lints it; the binary then runs twice, filtered: once for
   the hidden tests, once for the program's own tests, each run with its own sentinel check;
-- when that pass fails, a metadata-only check of the program alone says whether the program
-  builds, and if it does, the hidden tests are built once more against the program with its own
-  tests off, so a broken own test never costs the hidden verdict;
+- when that pass fails (not when it ran out of time), a metadata-only check of the program alone
+  says whether the program builds, and if it does, the hidden tests are built once more against
+  the program with its own tests off, so a broken own test never costs the hidden verdict;
 - without tests: the metadata-only check alone (no codegen, no linking);
 - integration mode: ``clippy-driver`` builds the library as an rlib (build + lint), ``rustc
   --test`` builds the separate test crate against it, and the program's own tests, if any, are
@@ -88,9 +88,7 @@ def compile_step(
 
 
 # One malloc arena and no cache of thread stacks: once a program's threads have ended, the process's
-# address space is back where it was. Alone that changes nothing a test can rely on; in a batch it
-# keeps one program's threads from using up the address-space limit its neighbours share, and lets
-# the gate between programs see reserved memory that was kept (batchcrate.py).
+# address space is back where it was, and threads do not use up RLIMIT_AS with arenas of their own.
 RUN_ALLOCATOR_ENV = {"MALLOC_ARENA_MAX": "1", "GLIBC_TUNABLES": "glibc.pthread.stack_cache_size=0"}
 
 
@@ -196,7 +194,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     test_build = [clippy, "--test", *common, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
         compile_step("testc", test_build, limits),
-        compile_step("check", check, limits, when="failed:testc"),
+        compile_step("check", check, limits, when="erred:testc"),  # not after a timeout: it would time out too
     ]
     hidden_compile = ["testc"] if has_hidden else []
     sealed = f"{work}/{SEALED_DIR}/{sealed_name()}"

@@ -42,7 +42,7 @@ class Slot:
 
 
 @functools.lru_cache(maxsize=1)
-def _scratch_root() -> Path:
+def scratch_root() -> Path:
     """A private (0711, unlisted) directory on RAM-backed /dev/shm when usable: job dirs are tiny,
     short-lived, and named at random so no other sandbox uid can guess them."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
@@ -51,7 +51,7 @@ def _scratch_root() -> Path:
     return root
 
 
-def _prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
+def prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
     job_dir.root.mkdir(mode=0o711)
     job_dir.src.mkdir(mode=0o755)
     job_dir.work.mkdir(mode=0o700)
@@ -77,9 +77,9 @@ def grade_job(
     ``sandbox_error`` with the reason."""
     start = time.monotonic()
     limits = limits.with_run_timeout(job.timeout_s)
-    job_dir = JobDir(_scratch_root() / secrets.token_hex(16))
+    job_dir = JobDir(scratch_root() / secrets.token_hex(16))
     try:
-        _prepare_dirs(job_dir, slot.uid)
+        prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
         asm = assemble(job, layout.work)
         plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, limits)
@@ -97,11 +97,14 @@ def grade_job(
             slot.memory.prepare(limits.run_memory_mb)
         argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
 
-        def scrub() -> None:  # before every run step (process.driver_script)
-            _scrub(job_dir.src)
-            isolation.between_runs(job_dir, slot.uid)
-
-        outcome = run_driver(argv, plan.steps, env, asm.nonce, scrub=scrub, kill_step=_step_killer(slot.uid))
+        outcome = run_driver(
+            argv,
+            plan.steps,
+            env,
+            asm.nonce,
+            scrub=between_runs(job_dir, isolation, slot.uid),
+            kill_step=step_killer(slot.uid),
+        )
         oom = slot.memory.oom_killed() if slot.memory is not None else False
         result = classify(job, asm, plan, outcome, oom)
         if slot.memory is not None:
@@ -115,6 +118,17 @@ def grade_job(
     return Result(
         **{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend}
     )
+
+
+def between_runs(job_dir: JobDir, isolation: Isolation, uid: int | None) -> Callable[[], None]:
+    """The host's part before every run step (``process.driver_script`` asks for it): the sources
+    gone, and what the isolation level must clear so no run finds what an earlier one left."""
+
+    def scrub() -> None:
+        _scrub(job_dir.src)
+        isolation.between_runs(job_dir, uid)
+
+    return scrub
 
 
 def _scrub(src: Path) -> None:
@@ -140,7 +154,7 @@ def kill_uid(uid: int) -> None:
     subprocess.run([str(runner_path()), "kill-uid", str(uid)], check=False, capture_output=True)
 
 
-def _step_killer(uid: int | None) -> Callable[[], bool] | None:
+def step_killer(uid: int | None) -> Callable[[], bool] | None:
     """Kill only the overdue step's processes (the slot uid's), so the driver goes on to the next step."""
     if uid is None:
         return None
@@ -210,7 +224,7 @@ def _suite(
     run = _ran(outcome, run_name)
     if run is not None:
         try:
-            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected)
+            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected, asm.prefix)
         except Exception as exc:  # noqa: BLE001 - the program wrote this output: its fault, never a sandbox error
             return SuiteReport(
                 ran=True, failed=max(expected, 1), expected=expected, note=f"unreadable test output ({exc})"

@@ -171,7 +171,9 @@ class Grader:
                     on_result(index, results[index])  # type: ignore[arg-type]
                 continue
             ids[index] = job.id
-            key = job_key(job, self.toolchain.version, self.backend, self.limits, self.level, self.memory_scope)
+            key = job_key(
+                job, self.toolchain.version, self.backend, self.limits, self.level, self.memory_scope, self.batch
+            )
             cached = self.cache.get(key)
             if cached is not None:
                 results[index] = replace(cached, id=job.id, cached=True)

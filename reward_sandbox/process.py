@@ -37,8 +37,9 @@ HIGH_FD = 100  # above every target descriptor
 @dataclass(frozen=True)
 class Step:
     """One command of the driver, with its own limits. ``when`` is "always" or alternatives joined
-    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0) or
-    ``failed:NAME`` (it ran and did not)."""
+    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0),
+    ``failed:NAME`` (it ran and did not) or ``erred:NAME`` (it failed by itself: it was killed
+    neither by SIGKILL, as at its wall-clock deadline, nor for its CPU time, SIGXCPU)."""
 
     name: str
     argv: list[str]
@@ -95,7 +96,12 @@ def _condition(when: str) -> str:
         kind, _, name = term.partition(":")
         if kind == "ok":
             return f'[ "${{rc_{name}:-x}}" = 0 ]'
-        return f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+        failed = f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+        if kind == "erred":
+            return (
+                f'{failed} && [ "$rc_{name}" != {128 + signal.SIGKILL} ] && [ "$rc_{name}" != {128 + signal.SIGXCPU} ]'
+            )
+        return failed
 
     return " || ".join("{ " + " && ".join(atom(t) for t in alt.split("&")) + "; }" for alt in when.split("|"))
 

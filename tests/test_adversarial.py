@@ -402,7 +402,7 @@ def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
         '{ "type": "test", "event": "started", "name": "z::done" }',
         "RG_SENTINEL_n",
         '{ "type": "test", "name": "z::done", "event": "ok" }',
-        '{ "type": "suite", "event": "ok", "passed": 2, "failed": 0 }',
+        '{ "type": "suite", "event": "ok", "passed": 2, "failed": 0, "ignored": 0, "measured": 0, "filtered_out": 0 }',
     ]
     report, _ = parse_test_log("\n".join(events).encode(), "n", 0, "z::done", expected=2)
     assert report.trusted and report.passed == 1 and not report.ok
@@ -749,10 +749,15 @@ mod tests {
     assert r.status is Status.OK and r.tests.hidden.passed == 3, (r.reason, r.output_tail)
 
 
-def test_a_direct_write_without_a_newline_does_not_break_the_count(strict_grader):
-    source = 'use std::io::Write;\npub fn answer(x: i32) -> i32 {\n    let _ = std::io::stdout().write_all(b"partial");\n    x * 2\n}\n'
-    r = grade_one(strict_grader, source=source, tests=HIDDEN)
+def test_a_direct_write_is_the_programs_text_but_one_that_runs_into_libtests_line_is_tampering(strict_grader):
+    """A whole line written straight to stdout is only text; text without a newline runs into
+    libtest's next event line, which then is not one event: never trusted, whatever it says."""
+    source = 'use std::io::Write;\npub fn answer(x: i32) -> i32 {\n    let _ = std::io::stdout().write_all(b"WRITE");\n    x * 2\n}\n'
+    r = grade_one(strict_grader, source=source.replace("WRITE", "a line\\n"), tests=HIDDEN)
     assert r.status is Status.OK and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
+    r = grade_one(strict_grader, source=source.replace("WRITE", "partial"), tests=HIDDEN)
+    assert r.status is Status.TEST_FAILURE and not r.tests.hidden.trusted and r.tests.hidden.passed == 0
+    assert "not one libtest event" in r.reason
 
 
 SWALLOW_EVENTS = r"""
