@@ -237,7 +237,8 @@ def test_no_attack_passes_batched_or_alone_and_verdicts_agree(batched, single, a
 def _cli(tmp_path: Path, jobs: list[dict], *flags: str) -> list[dict]:  # type: ignore[type-arg]
     src, out = tmp_path / "jobs.jsonl", tmp_path / f"out{len(flags)}.jsonl"
     src.write_text("".join(json.dumps(j) + "\n" for j in jobs))
-    argv = [sys.executable, "-m", "reward_sandbox.cli", "run", "-i", str(src), "-o", str(out), "-j", "2", *flags]
+    argv = [sys.executable, "-m", "reward_sandbox.cli", "run", "-i", str(src), "-o", str(out), "--overwrite"]
+    argv += ["-j", "2", *flags]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in out.read_text().splitlines()]

@@ -248,7 +248,9 @@ def test_no_wrong_program_passes_a_hidden_test_or_earns_own_test_credit(grader, 
         assert rewards["hidden_tests"][k] == 0.0 and rewards["own_tests"][k] == 0.0, name
         assert rewards["tests_present"][k] == 0.0, name
     if grader.batch and group is QUIET:  # they really shared a batch: the batched path is the one tested
-        assert all("batch" in e.result.measures for e in evaluations), [e.result.measures for e in evaluations]
+        programs = [CORRECT, *group.values(), CORRECT]
+        batchable = [e for e, p in zip(evaluations, programs) if "#![" not in p]  # inner attributes: alone
+        assert len(batchable) >= 4 and all("batch" in e.result.measures for e in batchable)
         assert right.own_result is not None  # its own tests graded again, as its wrong versions are
 
 
