@@ -27,6 +27,7 @@ from .jobs import Job, TestMode
 from .layout import Layout
 from .limits import Limits
 from .process import Step
+from .toolchain import find_toolchain
 
 FAST = "fast"
 CARGO = "cargo"
@@ -135,12 +136,28 @@ def compile_flags(job: Job) -> list[str]:
     ]
 
 
+def dynamic_std(layout: Layout) -> list[str]:
+    """Link std dynamically, found at run time through the binary's rpath into the read-only
+    toolchain (bound at ``layout.toolchain`` in the sandbox, the host's own path in the fallback).
+    Measured on the mixed corpus: ~20 ms less compiler CPU per test build (of ~100 ms), nearly all
+    of it in the linker (a 2.5 MB binary instead of 6.9 MB); what the tests do and print is the same.
+    Every test binary the fast backend builds, single or batched, is linked this way, so a program
+    runs alike alone, in a batch and as its own wrong versions (own-test credit)."""
+    host = next(
+        (ln.split(":", 1)[1].strip() for ln in find_toolchain().version.splitlines() if ln.startswith("host:")), ""
+    )
+    if not host:
+        return []
+    return ["-C", "prefer-dynamic", "-C", f"link-arg=-Wl,-rpath,{layout.toolchain}/lib/rustlib/{host}/lib"]
+
+
 def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     clippy = f"{layout.toolchain}/bin/clippy-driver"
     rustc = f"{layout.toolchain}/bin/rustc"
     src, work = layout.src, layout.work
-    codegen = codegen_flags(job)
+    codegen = [*codegen_flags(job), *dynamic_std(layout)]
     common = compile_flags(job)
+    linked = [*common, *dynamic_std(layout)]  # what builds a test binary (the check links nothing)
     check = [
         clippy,
         *common,
@@ -177,7 +194,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         ]
         own_compile = run_own = None
         if asm.has_own_tests:
-            own = [rustc, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/own_bin"]
+            own = [rustc, "--test", *linked, f"{src}/lib.rs", "-o", f"{work}/own_bin"]
             steps.append(compile_step("ownc", own, limits, when="ok:lib"))
             own_compile = "ownc"
         hidden_bin, own_bin = f"{work}/{SEALED_DIR}/{sealed_name()}", f"{work}/{SEALED_DIR}/{sealed_name()}"
@@ -191,7 +208,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     has_hidden = asm.hidden_root is not None
     if not has_hidden and not asm.has_own_tests:
         return Plan([compile_step("check", check, limits)], ["check"], ["check"], [], None, None, None)
-    test_build = [clippy, "--test", *common, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
+    test_build = [clippy, "--test", *linked, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
         compile_step("testc", test_build, limits),
         compile_step("check", check, limits, when="erred:testc"),  # not after a timeout: it would time out too
@@ -210,7 +227,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         hidden_only = [
             rustc,
             "--test",
-            *common,
+            *linked,
             f"{src}/{asm.hidden_root}",
             "-o",
             f"{work}/test_bin",

@@ -93,9 +93,20 @@ class Isolation(ABC):
         (the driver empties that), so that no run finds another's files."""
         return None
 
+    def exit_ends_all(self) -> bool:
+        """Whether a sandbox that ended by itself (its driver said ``done`` and exited) has taken
+        every process it started with it, so the host's sweep of the slot's uid has nothing left."""
+        return False
+
 
 class Bubblewrap(Isolation):
     name = BWRAP
+
+    def exit_ends_all(self) -> bool:
+        """Every step runs in the sandbox's pid namespace (seccomp refuses new namespaces), and
+        bubblewrap exits only after the namespace's init has: the kernel has then killed and
+        reaped every process in it. Not after a kill from the host: the init may still be dying."""
+        return True
 
     def problem(self) -> str | None:
         return bwrap_problem()

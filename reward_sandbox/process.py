@@ -89,6 +89,10 @@ class DriverOutcome:
     done: bool = False  # the driver reached its end
     faults: dict[str, str] = field(default_factory=dict)  # step -> why rg-run could not start it (ours)
     wall_s: float = 0.0
+    # (seconds since the spawn, what happened): every control line as it arrived, the host's scrubs,
+    # and the driver's exit. For profiling (benchmarks/profile_single.py): the gaps between a step's
+    # end and the next one's begin are the driver's own work (handshakes, emptying /tmp, sealing).
+    events: list[tuple[float, str]] = field(default_factory=list)
 
 
 def _condition(when: str) -> str:
@@ -152,6 +156,7 @@ def driver_script(
     if "run" in kinds and "compile" in kinds[kinds.index("run") :]:
         raise ValueError("every compile step must come before the first run step")
     scrubbed = False
+    first_run = True
     # Every run starts from a fresh work dir (the sandbox's /tmp and $HOME): only the nonce and the
     # sealed binaries stay, both root's. A run cannot leave anything for the next one to find, so
     # the own run shows nothing of the hidden run, and a program's run is the same as its wrong
@@ -160,17 +165,23 @@ def driver_script(
     keep = {os.path.basename(os.path.dirname(nonce_paths[0]))} | {
         os.path.basename(os.path.dirname(target)) for _, target in seals
     }
-    spare = " ".join(f"! -name {shlex.quote(name)}" for name in sorted(keep))
-    fresh = (
-        f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92; "
-        f"find {shlex.quote(layout.work)} -mindepth 1 -maxdepth 1 {spare} -exec rm -rf -- {{}} + || exit 95"
+    # Emptying costs no process when nothing is left to remove (the common case: the compiler
+    # cleans up after itself, and most runs write nothing): bash lists the entries itself, hidden
+    # ones included, and `rm` runs only on what is there besides what stays.
+    spare = "|".join(shlex.quote(name) for name in sorted(keep))
+    work = shlex.quote(layout.work)
+    empty = (
+        f"_left=(); for _f in {work}/* {work}/.[!.]* {work}/..?*; do "
+        f'[ -e "$_f" ] || [ -L "$_f" ] || continue; case "${{_f##*/}}" in {spare}) ;; *) _left+=("$_f") ;; esac; done; '
+        f'if [ ${{#_left[@]}} -gt 0 ]; then rm -rf -- "${{_left[@]}}" || exit 95; fi; unset _left _f'
     )
+    handshake = f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92"
     for index, step in enumerate(steps):
         fd = FIRST_STEP_FD + index
         argv = list(step.argv)
         if step.kind == "run" and not scrubbed:  # unconditionally, whichever run step comes first
             scrubbed = True
-            lines.append(f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92")
+            lines.append(handshake)
             nonce_dir = os.path.dirname(nonce_paths[0])
             lines.append(f"mkdir -m 0711 {shlex.quote(nonce_dir)} || exit 94")
             for path in nonce_paths:
@@ -191,7 +202,10 @@ def driver_script(
                 lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
         if step.kind == "run":
-            body.insert(0, fresh)
+            # the first run's handshake is the one just above (the host scrubbed, nothing ran since);
+            # every later run asks again, after the program has had its turn
+            body[:0] = [empty] if first_run else [handshake, empty]
+            first_run = False
         call = _runner_call(layout, step, uid, argv)
         body.append(f"{call} >&{fd} 2>&{fd}")
         body.append(f'rc_{step.name}=$?; echo "end {step.name} $rc_{step.name}" >&{CONTROL_FD}')
@@ -296,12 +310,14 @@ def run_driver(
                 while b"\n" in control_buf:
                     line, control_buf = control_buf.split(b"\n", 1)
                     parts = line.decode(errors="replace").split()
+                    outcome.events.append((time.monotonic() - start, " ".join(parts[:2])))
                     if parts == ["done"]:
                         outcome.done = True
                     elif parts == ["scrub"]:
                         scrub()
                         with contextlib.suppress(BrokenPipeError):  # the driver is gone: it never says done
                             os.write(ack_w, b"1")
+                        outcome.events.append((time.monotonic() - start, "scrubbed"))
                     elif len(parts) >= 2 and parts[1] in outcomes:
                         name = parts[1]
                         if parts[0] == "begin":
@@ -345,6 +361,7 @@ def run_driver(
     os.close(ack_w)
     _, status = os.waitpid(pid, 0)
     outcome.driver_exit = os.waitstatus_to_exitcode(status)
+    outcome.events.append((time.monotonic() - start, "exit"))
     outcome.driver_error = misc.decode(errors="replace").strip()
     outcome.wall_s = time.monotonic() - start
     if current is not None and outcomes[current.name].exit_code is None:
