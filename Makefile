@@ -37,6 +37,8 @@ demo: setup
 bench: setup
 	$(PY) benchmarks/bench_sandbox.py
 	$(PY) benchmarks/bench_batched.py
+	$(PY) benchmarks/bench_step_latency.py
+	$(PY) benchmarks/profile_single.py
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_exercism.py
 	$(PY) benchmarks/bench_server.py

@@ -64,7 +64,7 @@ def driver_phases(outcome: DriverOutcome) -> None:
             where = "host scrub (sources, between_runs)"
         elif event == "scrubbed":
             current[where] += span
-            where = "after a scrub: nonce, seal, cgroup, empty /tmp"
+            where = "after a scrub: nonce, seal, empty /tmp"
         elif event.startswith("begin "):
             current[where] += span
             where = "?"

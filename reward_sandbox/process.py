@@ -198,8 +198,6 @@ def driver_script(
                 else:
                     seal = f'mkdir -p {shlex.quote(os.path.dirname(target))} && mv -f "$f" {shlex.quote(target)}'
                 lines.append(f'for f in {source}; do if [ -f "$f" ] && [ -x "$f" ]; then {seal}; break; fi; done')
-            if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
-                lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
         if step.kind == "run":
             # the first run's handshake is the one just above (the host scrubbed, nothing ran since);
@@ -212,7 +210,25 @@ def driver_script(
         block = "; ".join(body)
         lines.append(block if step.when == "always" else f"if {_condition(step.when)}; then {block}; fi")
     lines.append(f"echo done >&{CONTROL_FD}")
-    return "\n".join(lines) + "\n"
+    if "run" not in kinds or not layout.memory_cgroup:
+        return "\n".join(lines) + "\n"
+    # Every process that runs untrusted code is born in the job's memory cgroup. Joining it costs a
+    # kernel RCU grace period (~5-10 ms, more under load: cgroups.py), so the runs get a shell of
+    # their own, started first, that joins the cgroup while the compiler works and waits for the
+    # compile steps' exit codes (digits only) before its first handshake. The compile steps are
+    # started by the first shell, outside the cgroup, as before.
+    split = 3 + next(i for i, line in enumerate(lines[3:]) if line == handshake)
+    names = [step.name for step in steps if step.kind == "compile"]
+    handover = " ".join(f"rc_{name}=${{rc_{name}:-}}" for name in names)
+    runs = [
+        f"coproc _RUNS {{ echo 0 > {layout.memory_cgroup} || exit 93; read -r _rcs || exit 92",
+        'exec 0</dev/null 1>/dev/null; eval "$_rcs"; unset _rcs',
+        *lines[split:],
+        "}",
+    ]
+    # a runs' shell gone early (exit 93) must not take the first one with SIGPIPE: its status is the driver's
+    hand = [f'trap "" PIPE; echo "{handover}" >&"${{_RUNS[1]}}"', 'wait "$_RUNS_PID"; exit $?']
+    return "\n".join(lines[:3] + runs + lines[3:split] + hand) + "\n"
 
 
 def _kill(pid: int) -> None:
