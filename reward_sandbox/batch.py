@@ -71,7 +71,7 @@ class _Round:
 def grade_batch(
     jobs: list[Job], *, toolchain: Toolchain, isolation: Isolation, limits: Limits, slot: Slot
 ) -> BatchOutcome:
-    """Grade ``jobs`` (same tests, edition and limits; see ``batching.alone_reason``) together."""
+    """Grade ``jobs`` (same edition and limits, tests alike or not; see ``batching.alone_reason``) together."""
     outcome = BatchOutcome()
     pending = list(range(len(jobs)))
     while len(pending) >= 2 and outcome.rounds < MAX_ROUNDS:
@@ -147,7 +147,7 @@ def _warnings(output: bytes, layout: Layout, crate: BatchCrate) -> dict[int, lis
 
 def _runs(member: Member, index: int) -> dict[str, str]:
     """The single plan's run step names -> this member's steps in the batch's driver."""
-    runs = {"run_hidden": f"h{index}"}
+    runs = {"run_hidden": f"h{index}"} if member.asm.hidden_root is not None else {}
     if member.asm.has_own_tests:
         runs["run_own"] = f"o{index}"
     return runs

@@ -19,9 +19,15 @@ blanked by the real lexer):
 - ``#[no_mangle]``, ``#[export_name]``, ``#[link_section]`` and ``extern`` blocks (refused without
   ``unsafe`` anyway) would clash at link time; ``allow_unsafe`` jobs can take over the process;
 - edition 2015 resolves ``use`` paths from the crate root.
-Only unit-mode jobs with hidden tests, under bubblewrap and the fast backend, are batched: each
-program's runs start in an emptied work directory (``batch.py``), which under bubblewrap is the
-sandbox's private ``/tmp`` and the only place a run can write.
+Only unit-mode jobs with tests (hidden or their own), under bubblewrap and the fast backend, are
+batched: each program's runs start in an emptied work directory (``batch.py``), which under
+bubblewrap is the sandbox's private ``/tmp`` and the only place a run can write. A program with no
+test at all is only checked alone (metadata, no link): a shared test build would cost it more.
+Programs are grouped first with those sharing their tests (``batch_key``: a GRPO group, pass@k
+samples); programs left without such company (distinct problems: ``eval``, ``score``, a corpus)
+share a compiler run with others of the same settings (``settings_key``): each program keeps its
+own hidden-test module, so tests never need to be alike, and the link, the compiler's start and
+std's metadata are paid once per batch instead of once per program.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ _REFUSED = re.compile(
 )
 _TOKEN = re.compile(r"\bmod\s+\w+\s*\{|\bsuper\b(?:\s*::\s*super\b)*|[{}]")
 _MACRO_RULES = re.compile(r"\bmacro_rules\b")
+_TEST_ATTR = re.compile(r"#\s*\[\s*test\s*\]")  # what ``assemble`` counts as the program having own tests
 
 
 def _super_escapes(code: str) -> bool:
@@ -72,8 +79,8 @@ def _super_escapes(code: str) -> bool:
 
 def alone_reason(job: Job) -> str | None:
     """None when ``job`` may be graded in a batch; else why it is graded alone."""
-    if job.test_mode is not TestMode.UNIT or not job.tests.strip():
-        return "only unit-mode jobs with hidden tests are batched"
+    if job.test_mode is not TestMode.UNIT:
+        return "only unit-mode jobs are batched"
     if job.allow_unsafe:
         return "allow_unsafe"
     if job.edition == "2015":
@@ -82,6 +89,8 @@ def alone_reason(job: Job) -> str | None:
         code = code_only(job.source)
     except LexError:
         return "the source does not lex"
+    if not job.tests.strip() and not _TEST_ATTR.search(code):
+        return "no tests: the program is only checked"
     if _INNER_ATTR.search(code):
         return "an inner attribute"
     limit = _LIMITS.search(code)
@@ -103,6 +112,11 @@ def alone_reason(job: Job) -> str | None:
     return None
 
 
+def settings_key(job: Job) -> tuple[object, ...]:
+    """Jobs with equal keys compile with the same flags and run under the same limits."""
+    return (job.test_mode, job.crate_name, job.edition, job.timeout_s, job.include_ignored, job.opt_level)
+
+
 def batch_key(job: Job) -> tuple[object, ...]:
     """Jobs with equal keys compile with the same flags and run with the same tests and limits."""
-    return (job.tests, job.test_mode, job.crate_name, job.edition, job.timeout_s, job.include_ignored, job.opt_level)
+    return (job.tests, *settings_key(job))

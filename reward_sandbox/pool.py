@@ -15,7 +15,7 @@ from typing import Any
 
 from .backends import BACKENDS, FAST
 from .batch import BatchOutcome, grade_batch
-from .batching import MAX_BATCH, alone_reason, batch_key
+from .batching import MAX_BATCH, alone_reason, batch_key, settings_key
 from .cache import ResultCache, job_key
 from .cgroups import SlotMemory, cgroup_problem
 from .grader import Slot, grade_job
@@ -140,9 +140,18 @@ class Grader:
                 groups.setdefault(batch_key(job), []).append(key)
             else:
                 alone.append([key])
+        # programs without company under their tests (distinct problems) share a build by settings
+        lone: dict[tuple[object, ...], list[str]] = {}
+        for key_of, keys in list(groups.items()):
+            if len(keys) == 1:
+                del groups[key_of]
+                lone.setdefault(("settings", *settings_key(jobs[keys[0]])), []).append(keys[0])
         batches: list[list[str]] = []
-        for keys in groups.values():
+        for keys, distinct in [(k, False) for k in groups.values()] + [(k, True) for k in lone.values()]:
             count = -(-len(keys) // MAX_BATCH)  # even chunks of at most MAX_BATCH
+            # distinct problems all share one key: chunks in a multiple of the workers keep every worker busy
+            if distinct and count % self.workers and len(keys) >= 4 * self.workers:
+                count += self.workers - count % self.workers
             chunks = [keys[i::count] for i in range(count)]
             batches += [c for c in chunks if len(c) > 1]
             alone += [c for c in chunks if len(c) == 1]
