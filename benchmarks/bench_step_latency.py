@@ -92,10 +92,10 @@ class Recorder:
         self.alone: dict[str, float] = {}
         one, batch = grader._grade_one, grader._grade_batch
 
-        def grade_one(job: Any) -> Any:
+        def grade_one(job: Any, *more: Any) -> Any:
             start = time.perf_counter()
             try:
-                return one(job)
+                return one(job, *more)
             finally:
                 with self.lock:
                     self.alone[job.id] = time.perf_counter() - start

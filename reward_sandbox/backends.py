@@ -151,7 +151,12 @@ def dynamic_std(layout: Layout) -> list[str]:
     return ["-C", "prefer-dynamic", "-C", f"link-arg=-Wl,-rpath,{layout.toolchain}/lib/rustlib/{host}/lib"]
 
 
-def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
+def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits, check_first: bool = False) -> Plan:
+    """The fast backend's steps. ``check_first``: for a program whose errors a batch's build has just
+    shown (``batch.BatchOutcome.broken``), the metadata check runs before the test build, and the
+    test build only if the check passes. The verdict reads the same steps as in the usual order: a
+    program that does not build fails both, and the check's errors decide (``grader.classify``); one
+    that does runs the usual test build after it. It saves the failing test build (~35 ms CPU)."""
     clippy = f"{layout.toolchain}/bin/clippy-driver"
     rustc = f"{layout.toolchain}/bin/rustc"
     src, work = layout.src, layout.work
@@ -213,6 +218,8 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         compile_step("testc", test_build, limits),
         compile_step("check", check, limits, when="erred:testc"),  # not after a timeout: it would time out too
     ]
+    if check_first:
+        steps = [compile_step("check", check, limits), compile_step("testc", test_build, limits, when="ok:check")]
     hidden_compile = ["testc"] if has_hidden else []
     sealed = f"{work}/{SEALED_DIR}/{sealed_name()}"
     run_own = None

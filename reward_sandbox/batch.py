@@ -59,6 +59,7 @@ class BatchOutcome:
     results: dict[int, Result] = field(default_factory=dict)
     alone: list[int] = field(default_factory=list)
     rounds: int = 0
+    broken: list[int] = field(default_factory=list)  # of ``alone``: a build's errors pointed into them
 
 
 @dataclass
@@ -84,6 +85,7 @@ def grade_batch(
             if not got.culprits:
                 break
             outcome.alone += [pending[k] for k in sorted(got.culprits)]
+            outcome.broken += [pending[k] for k in sorted(got.culprits)]
             pending = [p for k, p in enumerate(pending) if k not in got.culprits]
             continue
         outcome.results.update({pending[k]: r for k, r in got.results.items()})

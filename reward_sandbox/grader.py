@@ -75,10 +75,18 @@ def release(slot: Slot, isolation: Isolation, job_dir: JobDir, outcome: DriverOu
 
 
 def grade_job(
-    job: Job, *, toolchain: Toolchain, isolation: Isolation, limits: Limits, backend: str, slot: Slot
+    job: Job,
+    *,
+    toolchain: Toolchain,
+    isolation: Isolation,
+    limits: Limits,
+    backend: str,
+    slot: Slot,
+    check_first: bool = False,
 ) -> Result:
     """Grade ``job``. Never raises for the program's behaviour; harness faults come back as
-    ``sandbox_error`` with the reason."""
+    ``sandbox_error`` with the reason. ``check_first``: a batch's build failed on this program
+    (``backends.fast_plan``)."""
     start = time.monotonic()
     limits = limits.with_run_timeout(job.timeout_s)
     job_dir = JobDir(scratch_root() / secrets.token_hex(16))
@@ -87,7 +95,11 @@ def grade_job(
         prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
         asm = assemble(job, layout.work)
-        plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, limits)
+        plan = (
+            cargo_plan(job, asm, layout, limits)
+            if backend == CARGO
+            else fast_plan(job, asm, layout, limits, check_first=check_first)
+        )
         files = cargo_files(job, asm) if backend == CARGO else {**asm.files, "Cargo.toml": cargo_manifest(job)}
         for rel, text in files.items():
             path = job_dir.src / rel

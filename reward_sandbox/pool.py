@@ -108,7 +108,7 @@ class Grader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _grade_one(self, job: Job) -> Result:
+    def _grade_one(self, job: Job, check_first: bool = False) -> Result:
         slot = self._slots.get()
         try:
             return grade_job(
@@ -118,6 +118,7 @@ class Grader:
                 limits=self.limits,
                 backend=self.backend,
                 slot=slot,
+                check_first=check_first,
             )
         finally:
             self._slots.put(slot)
@@ -193,9 +194,9 @@ class Grader:
             jobs.setdefault(key, job)
         futures: dict[Future[Any], list[str]] = {}
 
-        def submit(keys: list[str]) -> None:
+        def submit(keys: list[str], broken: bool = False) -> None:
             if len(keys) == 1:
-                futures[self._executor.submit(self._grade_one, jobs[keys[0]])] = keys
+                futures[self._executor.submit(self._grade_one, jobs[keys[0]], broken)] = keys
             else:
                 futures[self._executor.submit(self._grade_batch, [jobs[k] for k in keys])] = keys
 
@@ -219,7 +220,7 @@ class Grader:
                 for k, result in got.results.items():
                     deliver(keys[k], result)
                 for k in got.alone:
-                    submit([keys[k]])
+                    submit([keys[k]], k in got.broken)
         return [r for r in results if r is not None]
 
 
