@@ -33,7 +33,7 @@ if mode == "floor":
 else:
     from reward_sandbox import Grader
     from reward_sandbox.cache import ResultCache
-    grader = Grader(workers=1, cache=ResultCache(), batch=mode == "batch")
+    grader = Grader(workers=int(sys.argv[3]), cache=ResultCache(), batch=mode == "batch")
 print("ready", flush=True)
 for line in sys.stdin:
     jobs = json.loads(line)
@@ -50,11 +50,11 @@ for line in sys.stdin:
 
 
 class Side:
-    def __init__(self, tree: str, mode: str) -> None:
+    def __init__(self, tree: str, mode: str, workers: int) -> None:
         root = Path(__file__).resolve().parent.parent
         where = str(root) if tree == "floor" else str(Path(tree).resolve())
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", WORKER, where, "floor" if tree == "floor" else mode],
+            [sys.executable, "-c", WORKER, where, "floor" if tree == "floor" else mode, str(workers)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -86,6 +86,7 @@ def main() -> int:
     parser.add_argument("--corpus", choices=("mixed", "grouped"), default="mixed")
     parser.add_argument("--mode", choices=("single", "batch"), default="single", help="how a checkout grades")
     parser.add_argument("--unit", type=int, default=1, help="programs per timed call (8: one GRPO group)")
+    parser.add_argument("--workers", type=int, default=1, help="the grader's workers (the floor runs on one)")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from reward_sandbox.corpus import corpus, grouped
@@ -96,7 +97,7 @@ def main() -> int:
     else:
         jobs = [{k: v for k, v in j.items() if k != "kind"} for j in grouped(max(1, args.n // 8), seed=seed)]
     warm = [{"id": j["id"], "source": j["source"]} for j in corpus(4, seed=999_999)]
-    a, b = Side(args.a, args.mode), Side(args.b, args.mode)
+    a, b = Side(args.a, args.mode, args.workers), Side(args.b, args.mode, args.workers)
     a.run(warm), b.run(warm)
     a.times.clear(), b.times.clear(), a.verdicts.clear(), b.verdicts.clear()
     load_before = os.getloadavg()

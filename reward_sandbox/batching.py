@@ -23,11 +23,10 @@ Only unit-mode jobs with tests (hidden or their own), under bubblewrap and the f
 batched: each program's runs start in an emptied work directory (``batch.py``), which under
 bubblewrap is the sandbox's private ``/tmp`` and the only place a run can write. A program with no
 test at all is only checked alone (metadata, no link): a shared test build would cost it more.
-Programs are grouped first with those sharing their tests (``batch_key``: a GRPO group, pass@k
-samples); programs left without such company (distinct problems: ``eval``, ``score``, a corpus)
-share a compiler run with others of the same settings (``settings_key``): each program keeps its
-own hidden-test module, so tests never need to be alike, and the link, the compiler's start and
-std's metadata are paid once per batch instead of once per program.
+Programs of the same settings (``settings_key``) share compiler runs, whatever their tests (a
+step's GRPO groups, pass@k samples, distinct problems in ``eval`` or ``score``): each program keeps
+its own hidden-test module, so tests never need to be alike, and the compiler's start, std's
+metadata and the link are paid once per batch instead of once per program (``pool.py`` chunks).
 """
 
 from __future__ import annotations
@@ -115,8 +114,3 @@ def alone_reason(job: Job) -> str | None:
 def settings_key(job: Job) -> tuple[object, ...]:
     """Jobs with equal keys compile with the same flags and run under the same limits."""
     return (job.test_mode, job.crate_name, job.edition, job.timeout_s, job.include_ignored, job.opt_level)
-
-
-def batch_key(job: Job) -> tuple[object, ...]:
-    """Jobs with equal keys compile with the same flags and run with the same tests and limits."""
-    return (job.tests, *settings_key(job))

@@ -15,7 +15,7 @@ from typing import Any
 
 from .backends import BACKENDS, FAST
 from .batch import BatchOutcome, grade_batch
-from .batching import MAX_BATCH, alone_reason, batch_key, settings_key
+from .batching import MAX_BATCH, alone_reason, settings_key
 from .cache import ResultCache, job_key
 from .cgroups import SlotMemory, cgroup_problem
 from .grader import Slot, grade_job
@@ -134,25 +134,22 @@ class Grader:
         """Keys to grade together (batches of 2 or more), then keys to grade alone."""
         if not self.batch:
             return [[key] for key in jobs]
+        # Every program of a batch carries its own hidden-test module, so a batch need not share tests:
+        # programs of the same settings (a step's GRPO groups, distinct problems) share builds, in as
+        # few chunks as MAX_BATCH allows, but a multiple of the workers when there are enough programs
+        # for every worker, so none waits idle behind another's batch.
         groups: dict[tuple[object, ...], list[str]] = {}
         alone: list[list[str]] = []
         for key, job in jobs.items():
             if alone_reason(job) is None:
-                groups.setdefault(batch_key(job), []).append(key)
+                groups.setdefault(settings_key(job), []).append(key)
             else:
                 alone.append([key])
-        # programs without company under their tests (distinct problems) share a build by settings
-        lone: dict[tuple[object, ...], list[str]] = {}
-        for key_of, keys in list(groups.items()):
-            if len(keys) == 1:
-                del groups[key_of]
-                lone.setdefault(("settings", *settings_key(jobs[keys[0]])), []).append(keys[0])
         batches: list[list[str]] = []
-        for keys, distinct in [(k, False) for k in groups.values()] + [(k, True) for k in lone.values()]:
+        for keys in groups.values():
             count = -(-len(keys) // MAX_BATCH)  # even chunks of at most MAX_BATCH
-            # distinct problems all share one key: chunks in a multiple of the workers keep every worker busy
-            if distinct and count % self.workers and len(keys) >= 4 * self.workers:
-                count += self.workers - count % self.workers
+            if len(keys) >= 2 * self.workers:
+                count = -(-count // self.workers) * self.workers
             chunks = [keys[i::count] for i in range(count)]
             batches += [c for c in chunks if len(c) > 1]
             alone += [c for c in chunks if len(c) == 1]
