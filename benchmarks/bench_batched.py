@@ -3,7 +3,7 @@ harness and the bare-rustc floor, on the same corpus in the same run.
 
 - corpus:  G=8 completions per prompt sharing the prompt's hidden test, a quarter each correct,
            failing (hidden and own tests fail), not compiling, and correct with a clippy warning;
-- batched: reward_sandbox's default (bubblewrap, fast backend, groups batched), all cores, no cache;
+- batched: reward_sandbox's default (bubblewrap, fast backend, batching by settings), all cores, no cache;
 - single:  the same grader with batching off (one sandbox and one compiler run per completion);
 - naive:   a fresh cargo project per completion (program + hidden tests as a test module), then
            `cargo build`, `cargo clippy`, `cargo test`, unsandboxed, on as many workers as the harness;
