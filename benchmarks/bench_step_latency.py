@@ -13,8 +13,12 @@ way the pool schedules them (batches first, then programs alone; a batch's lefto
 ends): the step's time on W cores is then bounded below by its longest chain (a batch and what it
 sends alone), not by the core count. The replay with 2 workers is printed beside the measured
 figure, so the model's error on this machine is in the report. It assumes a core per worker and no
-other load; the generation time a GPU takes per step is the number to compare it with: grading
-keeps up when the projected time is below it (or grade on R reward servers: divide the cores).
+other load. The replay keeps the one-worker run's batches (16 programs each); the pool cuts more,
+smaller batches for more workers (``pool.py``), so beyond as many workers as batches it is
+pessimistic, and the CPU time divided by W (``cpu_bound``) is the other, optimistic bound (smaller
+batches cost a little more CPU each). The generation time a GPU takes per step is the number to
+compare them with: grading keeps up when the projected time is below it (or grade on R reward
+servers of W/R cores each).
 """
 
 from __future__ import annotations
@@ -173,6 +177,8 @@ def main() -> int:
         meter.close()
     base = recorders[min(recorders)]  # the least contended measurement
     projection = {str(w): round(replay(base, w), 2) for w in args.project}
+    cpu = measured[0]["cpu_s"]
+    cpu_bound = {str(w): round(cpu / w, 2) for w in args.project}
     for figures in measured:
         figures["replayed_wall_s"] = round(replay(base, figures["workers"]), 2)
     longest = max([w for w, _ in base.batches] + list(base.alone.values()) + [0.0])
@@ -184,6 +190,7 @@ def main() -> int:
         "cpu_from": meter.source,
         "projected_wall_s_by_workers": projection,
         "projection_from": f"units measured with {min(recorders)} worker(s), replayed on W cores",
+        "cpu_bound_wall_s_by_workers": cpu_bound,
         "longest_unit_s": round(longest, 2),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +203,8 @@ def main() -> int:
             f"{f['cpu_ms_per_completion']:>19}{f['load_average_at_start']:>7}"
         )
     print("projected wall seconds per step on W cores (one worker each, no other load):")
-    print("  " + "  ".join(f"W={w}: {s}" for w, s in projection.items()))
+    print("  replayed:  " + "  ".join(f"W={w}: {s}" for w, s in projection.items()))
+    print("  CPU / W:   " + "  ".join(f"W={w}: {s}" for w, s in cpu_bound.items()))
     print(f"  floor: the longest unit, {report['longest_unit_s']} s (a batch's build and runs)")
     print(f"wrote {args.out}")
     return 0
