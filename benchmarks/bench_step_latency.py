@@ -15,7 +15,7 @@ sends alone), not by the core count. The replay with 2 workers is printed beside
 figure, so the model's error on this machine is in the report. It assumes a core per worker and no
 other load. The replay keeps the one-worker run's batches (16 programs each); the pool cuts more,
 smaller batches for more workers (``pool.py``), so beyond as many workers as batches it is
-pessimistic, and the CPU time divided by W (``cpu_bound``) is the other, optimistic bound (smaller
+pessimistic, and the CPU time divided by W (``cpu_bound``: W cores fully used) the other estimate (smaller
 batches cost a little more CPU each). The generation time a GPU takes per step is the number to
 compare them with: grading keeps up when the projected time is below it (or grade on R reward
 servers of W/R cores each).
