@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from .crates import job_crates
 from .jobs import Job, TestMode
 from .rustlex import LexError, code_only
 
@@ -104,5 +105,17 @@ def alone_reason(job: Job) -> str | None:
 
 
 def batch_key(job: Job) -> tuple[object, ...]:
-    """Jobs with equal keys compile with the same flags and run with the same tests and limits."""
-    return (job.tests, job.test_mode, job.crate_name, job.edition, job.timeout_s, job.include_ignored, job.opt_level)
+    """Jobs with equal keys compile with the same flags and run with the same tests and limits.
+    The crates a job links are part of its flags: programs linking different sets are graded
+    apart, never against the union, since every ``--extern`` name is in scope in every module
+    and could make a neighbour's ``use rand::..`` of its own ``mod rand`` ambiguous."""
+    return (
+        job.tests,
+        job.test_mode,
+        job.crate_name,
+        job.edition,
+        job.timeout_s,
+        job.include_ignored,
+        job.opt_level,
+        job_crates(job),
+    )

@@ -141,11 +141,15 @@ _USE_LINE = re.compile(r"^[ \t]*use[ \t]+(?:::)?([A-Za-z_][A-Za-z0-9_]*)[^;\n]*;
 _LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*;\s*$")
 
 
-def drop_unused_crate_imports(code: str, body: str, where: str) -> str:
+def drop_unused_crate_imports(code: str, body: str, where: str) -> tuple[str, tuple[str, ...]]:
     """HumanEvalPack declares ``use rand::Rng; use regex::Regex; use md5;`` in every problem. Drop each
-    such import of a crate the ``body`` never uses; a body that does use one cannot be graded without
-    that crate (crates.io is out of reach), so the problem is refused naming the crate."""
-    out = code
+    such import of a crate the ``body`` never uses (a std-only problem then links nothing); keep the
+    imports of crates it does use, and return those crates, when the sandbox's set has them
+    (``reward_sandbox.crates``). A body that uses a crate outside the set cannot be graded offline,
+    so the problem is refused naming the crate."""
+    from reward_sandbox.crates import CURATED
+
+    out, used = code, set()
     for match in list(_USE_LINE.finditer(code))[::-1]:
         root = match.group(1)
         if root in _STD_ROOTS:
@@ -153,9 +157,12 @@ def drop_unused_crate_imports(code: str, body: str, where: str) -> str:
         last = _LAST_NAME.search(match.group(0).strip())
         names = {root} | ({last.group(1)} if last else set())
         if any(re.search(rf"\b{re.escape(name)}\b", body) for name in names):
-            raise DataError(f"{where}: needs the crate `{root}` (std-only here)")
+            if root not in CURATED:
+                raise DataError(f"{where}: needs the crate `{root}` (not in the sandbox's set: {', '.join(CURATED)})")
+            used.add(root)
+            continue
         out = out[: match.start()] + out[match.end() :]
-    return out
+    return out, tuple(sorted(used))
 
 
 def _entry_signature(declaration: str, entry_point: str) -> str:
@@ -167,10 +174,12 @@ def _entry_signature(declaration: str, entry_point: str) -> str:
 def _from_humaneval(record: dict[str, Any]) -> Problem:
     where = str(record["task_id"])
     body = record.get("canonical_solution") or ""
-    declaration = drop_unused_crate_imports(record.get("declaration", ""), body + record["test"], where)
+    declaration, crates = drop_unused_crate_imports(record.get("declaration", ""), body + record["test"], where)
+    prompt, _ = drop_unused_crate_imports(record["prompt"], body + record["test"], where)
     return Problem(
         id=where,
-        prompt=drop_unused_crate_imports(record["prompt"], body + record["test"], where),
+        crates=crates,
+        prompt=prompt,
         signature=_entry_signature(declaration, record.get("entry_point", "")),
         solution=(declaration + body) if body else "",
         tests=record["test"],
