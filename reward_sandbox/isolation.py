@@ -256,7 +256,7 @@ def crate_binds() -> list[str]:
         for parent in reversed(built.root.parents[:-1]):  # bwrap would make them 0700: the slot uid must pass
             out += ["--perms", "0755", "--dir", str(parent)]
         out += ["--ro-bind", str(built.root), str(built.root)]
-        out += ["--ro-bind", str(built.cargo_config), "/.cargo/config.toml"]
+        out += ["--perms", "0755", "--dir", "/.cargo", "--ro-bind", str(built.cargo_config), "/.cargo/config.toml"]
     return out
 
 
