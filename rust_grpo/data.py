@@ -75,7 +75,13 @@ class Problem:
             return exc
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row as written to JSONL; ``crates`` only when there are some (std-only rows unchanged)."""
+        out = asdict(self)
+        if self.crates:
+            out["crates"] = list(self.crates)
+        else:
+            del out["crates"]
+        return out
 
 
 # The Problem fields a grading job needs; they travel as dataset columns to the reward functions.

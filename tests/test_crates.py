@@ -231,3 +231,34 @@ def test_batched_crate_programs_grade_as_alone(alone) -> None:
     assert [verdict(a) for a in together] == [verdict(b) for b in single]
     assert [r.status.value for r in together] == ["ok", "ok", "ok", "test_failure", "ok", "ok"]
     assert sum(map(was_batched, together)) >= 4  # the regex group and the md5 pair shared compiler runs
+
+
+# --- where the set comes from, and what rows and prompts say ------------------------------------------
+
+
+def test_ci_and_both_images_install_every_package_of_the_set() -> None:
+    import re
+
+    from .conftest import ROOT
+
+    script = (ROOT / "scripts" / "system_packages.sh").read_text()
+    listed = re.search(r"CRATE_PACKAGES=\(([^)]*)\)", script)
+    assert listed is not None and sorted(listed.group(1).split()) == sorted(DEBIAN_PACKAGES)
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    args = re.findall(r'ARG CRATE_PACKAGES="([^"]*)"', dockerfile)
+    assert len(args) == 2 and all(sorted(a.split()) == sorted(DEBIAN_PACKAGES) for a in args)
+    assert "RUN reward-sandbox crates" in dockerfile  # the CPU image ships the built rlibs
+
+
+def test_rows_declare_crates_and_the_prompt_names_them() -> None:
+    from rust_grpo.data import DataError, Problem, normalize, user_prompt
+
+    row = normalize({"id": "r", "prompt": "Count words.", "crates": "regex, serde-json"}, "line 1")
+    assert row.crates == ("regex", "serde_json") and row.job("pub fn f() {}").crates == ("regex", "serde_json")
+    assert "regex, serde_json" in user_prompt(row) and "No other crate" in user_prompt(row)
+    plain = Problem(id="p", prompt="Add.")
+    assert "crate" not in user_prompt(plain)  # std-only rows' prompts are unchanged
+    assert "md5, rand" in user_prompt(plain, crates=["rand", "md5"])  # the option: offer the set to every row
+    assert "crates" not in plain.to_dict() and row.to_dict()["crates"] == ["regex", "serde_json"]
+    with pytest.raises(DataError, match="tokio"):
+        normalize({"id": "r", "prompt": "x", "crates": ["tokio"]}, "line 2")
