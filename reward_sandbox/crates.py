@@ -184,6 +184,15 @@ class CrateSet:
         return "".join(f'{n} = {{ version = "={self.versions[n]}"{CURATED[n][1]} }}\n' for n in sorted(set(names)))
 
 
+def passable_by_others(path: Path) -> bool:
+    """Whether an unprivileged uid can reach ``path`` (every directory on the way has o+x): the
+    rlimits fallback reads the set where it lies, as the slot uid."""
+    try:
+        return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
+    except OSError:
+        return False
+
+
 def _load(root: Path) -> CrateSet | None:
     try:
         meta = json.loads((root / "manifest.json").read_text())

@@ -47,6 +47,10 @@ class Job:
     allow_unsafe: bool = False  # `unsafe` is forbidden by default: FFI could take over the harness's output
     crates: tuple[str, ...] = ()  # crates of the curated set (crates.py) linked even when the code names none
 
+    def __post_init__(self) -> None:
+        # one spelling per set (sorted, unique, hashable): equal sets give equal cache and batch keys
+        object.__setattr__(self, "crates", tuple(sorted({c.replace("-", "_") for c in self.crates})))
+
     @property
     def has_tests(self) -> bool:
         """Whether any `#[test]` can exist; without one the harness only type-checks."""

@@ -18,7 +18,7 @@ from .batch import BatchOutcome, grade_batch
 from .batching import MAX_BATCH, alone_reason, batch_key
 from .cache import ResultCache, job_key
 from .cgroups import SlotMemory, cgroup_problem
-from .crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates
+from .crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_others
 from .crates import ensure as ensure_crates
 from .grader import Slot, grade_job
 from .isolation import BWRAP, choose_level
@@ -123,6 +123,14 @@ class Grader:
                 f"job {job.id!r}: crates ({', '.join(names)}) are available in unit and main mode only", job_id=job.id
             )
         built = ensure_crates(self.toolchain.version, self.toolchain.cargo)
+        if self.level != BWRAP:  # no bind, no /.cargo/config.toml: the set is read where it lies
+            if self.backend != FAST:
+                raise CratesUnavailable("the cargo backend takes crates under bubblewrap only")
+            if os.geteuid() == 0 and not passable_by_others(built.lib):
+                raise CratesUnavailable(
+                    f"{built.lib} is out of the slot uids' reach under rlimits isolation: "
+                    "set REWARD_SANDBOX_CRATES to a directory others can read (e.g. /var/cache/reward-sandbox)"
+                )
         missing = [name for name in names if name not in built.rlibs]
         if missing:
             raise CratesUnavailable(

@@ -181,10 +181,9 @@ def test_main_mode_and_declared_crates(alone) -> None:
 @needs_bwrap
 @needs_crates
 def test_a_crate_using_program_reads_nothing_of_the_host_beyond_the_bound_set(alone) -> None:
-    from reward_sandbox.crates import current
+    from reward_sandbox.crates import ensure
 
-    built = current()
-    assert built is not None  # graded crate jobs above (module order) or the ensure below
+    built = ensure(alone.toolchain.version, alone.toolchain.cargo)  # the set the grader links
     probe = (
         PROGRAMS["md5"][0] + "pub fn listing(dir: &str) -> Vec<String> {\n"
         "    match std::fs::read_dir(dir) {\n"
@@ -262,3 +261,23 @@ def test_rows_declare_crates_and_the_prompt_names_them() -> None:
     assert "crates" not in plain.to_dict() and row.to_dict()["crates"] == ["regex", "serde_json"]
     with pytest.raises(DataError, match="tokio"):
         normalize({"id": "r", "prompt": "x", "crates": ["tokio"]}, "line 2")
+
+
+@needs_crates
+def test_under_rlimits_a_set_out_of_the_slot_uids_reach_is_a_sandbox_error_not_a_compile_error(fallback_grader):
+    import os
+
+    from reward_sandbox.crates import current, passable_by_others
+
+    (result,) = fallback_grader.grade([_job("md5")])
+    built = current()
+    assert built is not None
+    if os.geteuid() == 0 and not passable_by_others(built.lib):
+        assert result.status.value == "sandbox_error" and "REWARD_SANDBOX_CRATES" in result.reason
+    else:  # a readable base: the fallback links the set where it lies
+        assert result.status.value == "ok", result.reason
+
+
+def test_jobs_built_in_python_spell_their_crates_one_way() -> None:
+    a = Job(id="a", source="pub fn f() {}", crates=("serde-json", "md5", "md5"))  # type: ignore[arg-type]
+    assert a.crates == ("md5", "serde_json") and hash(a) == hash(Job(id="a", source=a.source, crates=a.crates))
