@@ -78,9 +78,8 @@ def unknown_crates_message(names: Iterable[str]) -> str:
 _NAMES = "|".join(CURATED)
 _USE = re.compile(rf"(?:\buse\s+(?:::\s*)?|\bextern\s+crate\s+)({_NAMES})\b")
 _PATH = re.compile(rf"(?<![\w$])({_NAMES})\s*::")
-_LOCAL = re.compile(
-    rf"\b(?:mod|struct|enum|union|trait|type|fn|const|static|macro_rules!)\s+({_NAMES})\b|\bas\s+({_NAMES})\b"
-)
+# items in the type namespace, where a crate's name lives (a `fn md5` does not hide the crate md5)
+_LOCAL = re.compile(rf"\b(?:mod|struct|enum|union|trait|type)\s+({_NAMES})\b|\bas\s+({_NAMES})\b(?!\s*::)")
 
 
 def _path_starts(code: str) -> Iterator[str]:

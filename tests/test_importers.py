@@ -264,7 +264,7 @@ def test_humanevalpack_crate_problems_import_with_their_crates_and_grade(tmp_pat
     assert [r.status.value for r in canonical] == ["ok"] * 3, [r.reason for r in canonical]
     # a buggy solution of each fails: the crates really ran
     buggy = [
-        problems[0].solution.replace('"None"', '"none"'),
+        problems[0].solution.replace("text.as_bytes()", '"text"'),  # upstream's buggy solution
         problems[1].solution.replace("[.?!]", "[?!]"),
         problems[2].solution.replace("index as i32 - 5", "index as i32 - 4"),
     ]
