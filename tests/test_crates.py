@@ -3,6 +3,8 @@ keys, and real grading against the prebuilt rlibs in the real sandbox."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reward_sandbox import Grader
@@ -285,3 +287,53 @@ def test_under_rlimits_a_set_out_of_the_slot_uids_reach_is_a_sandbox_error_not_a
 def test_jobs_built_in_python_spell_their_crates_one_way() -> None:
     a = Job(id="a", source="pub fn f() {}", crates=("serde-json", "md5", "md5"))  # type: ignore[arg-type]
     assert a.crates == ("md5", "serde_json") and hash(a) == hash(Job(id="a", source=a.source, crates=a.crates))
+
+
+FAKE_CARGO = """#!/bin/bash
+# stands in for `cargo build --message-format=json`: counts its runs, makes one rlib, reports it
+echo run >> "$RG_FAKE_CARGO_RUNS"
+sleep 1
+deps="$CARGO_TARGET_DIR/release/deps"
+mkdir -p "$deps" && touch "$deps/libmd5-0123.rlib"
+echo '{"reason":"compiler-artifact","package_id":"registry+https://github.com/rust-lang/crates.io-index#md5@0.7.0","target":{"name":"md5"},"filenames":["'"$deps"'/libmd5-0123.rlib"]}'
+"""
+
+
+def test_two_processes_build_the_set_once_atomically(tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    registry = tmp_path / "registry"
+    (registry / "md5-0.7.0").mkdir(parents=True)
+    (registry / "md5-0.7.0" / "Cargo.toml").write_text('[package]\nname = "md5"\nversion = "0.7.0"\n')
+    cargo = tmp_path / "cargo"
+    cargo.write_text(FAKE_CARGO)
+    cargo.chmod(0o755)
+    base, runs = tmp_path / "base", tmp_path / "runs"
+    env = {**os.environ, "REWARD_SANDBOX_CRATE_REGISTRY": str(registry), "RG_FAKE_CARGO_RUNS": str(runs)}
+    code = (
+        "import json, sys; from pathlib import Path; from reward_sandbox.crates import ensure; "
+        f"s = ensure('tc 1', {str(cargo)!r}, Path({str(base)!r})); print(json.dumps([str(s.root), s.flags(['md5'])]))"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    assert runs.read_text().count("run") == 1  # the second waited on the lock, then found the first's
+    assert outs[0] == outs[1]
+    root = Path(outs[0][0])
+    assert root.parent == base and root.name.startswith("crates-")
+    assert outs[0][1] == ["-L", f"dependency={root}/lib", "--extern", f"md5={root}/lib/libmd5-0123.rlib"]
+    assert (root / "vendor" / "md5-0.7.0" / "Cargo.toml").is_file()  # the closure's sources, for cargo
+    assert 'directory = "' + str(root / "vendor") + '"' in (root / "cargo-config.toml").read_text()
+    assert sorted(p.name for p in base.iterdir() if not p.name.endswith(".lock")) == [root.name]  # no temp left
+    # another toolchain is another set
+    other = subprocess.run(
+        [sys.executable, "-c", code.replace("tc 1", "tc 2")], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert json.loads(other.stdout)[0] != str(root) and runs.read_text().count("run") == 2
