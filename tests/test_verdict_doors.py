@@ -501,6 +501,8 @@ TRAIT_OVERRIDES = {
     "renamed": "mod inner {\n    pub trait Sure {\n        fn is_empty(self) -> bool;\n    }\n"
     "    impl Sure for Vec<i32> {\n        fn is_empty(self) -> bool {\n            self.capacity() == 7\n        }\n    }\n}\n"
     "pub use inner::Sure as Other;\n",
+    "by_ref_on_a_reference": "pub trait Sure {\n    fn is_empty(&self) -> bool;\n}\n"
+    "impl Sure for &Vec<i32> {\n    fn is_empty(&self) -> bool {\n        self.capacity() == 7\n    }\n}\n",
     "glob_reexport": "mod inner {\n    pub trait Sure {\n        fn is_empty(self) -> bool;\n    }\n"
     "    impl Sure for Vec<i32> {\n        fn is_empty(self) -> bool {\n            self.capacity() == 7\n        }\n    }\n}\n"
     "pub use inner::*;\n",
@@ -523,6 +525,18 @@ def test_a_program_trait_cannot_answer_the_hidden_tests_method_calls(grader, sha
     assert all(r.tests.hidden.passed == 0 for r in results[1:3])
 
 
+def test_a_trait_that_cannot_stand_in_for_std_serves_the_tests_unnamed(grader):
+    """A program that answers with a trait of its own, by reference, for its own type (Exercism's
+    queen-attack reference does): the tests call the method without naming the trait, and pass."""
+    source = (
+        "pub struct Queen(i32);\npub trait Piece {\n    fn attacks(&self, other: &Queen) -> bool;\n}\n"
+        "impl Piece for Queen {\n    fn attacks(&self, other: &Queen) -> bool {\n        self.0 == other.0\n    }\n}\n"
+    )
+    tests = "#[test]\nfn same_row() {\n    assert!(Queen(1).attacks(&Queen(1)));\n    assert!(!Queen(1).attacks(&Queen(2)));\n}\n"
+    (result,) = grader.grade([{"id": "q", "source": source, "tests": tests}])
+    assert result.status is Status.OK, (result.reason, result.output_tail)
+
+
 def test_a_trait_the_tests_name_stays_theirs(grader):
     """A suite that names the program's trait (the asked one) still calls its methods."""
     source = 'pub trait Greet {\n    fn hi(&self) -> String;\n}\nimpl Greet for u8 {\n    fn hi(&self) -> String {\n        format!("hi {self}")\n    }\n}\n'
@@ -536,6 +550,7 @@ def test_a_trait_the_tests_name_stays_theirs(grader):
     [
         ("mod inner { pub trait Sure {} }\npub use inner::Sure as _;\npub fn items() {}\n", True),
         ("macro_rules! mk { ($t:ident) => { pub trait $t {} } }\nmk!(Sure);\npub fn items() {}\n", True),
+        ("#![allow(non_camel_case_types)]\npub fn items() {}\npub trait items {}\n", True),  # `use super::items;`
         (
             'use std::fmt::Write as _;\npub fn items() -> String { let mut s = String::new(); write!(s, "x").unwrap(); s }\n',
             False,
