@@ -29,6 +29,7 @@ from .slots import UidLease
 from .soundness import unsound_reason
 from .status import Status
 from .toolchain import find_toolchain
+from .trait_scope import scope_refusal
 
 log = logging.getLogger("reward_sandbox")
 
@@ -195,6 +196,8 @@ class Grader:
                 job = item if isinstance(item, Job) else Job.from_dict(item, index)
                 if not job.allow_unsafe and (unsound := unsound_reason(job.source)) is not None:
                     raise InvalidJob(f"job {job.id!r}: {unsound}", job_id=job.id)
+                if job.tests.strip() and (unscoped := scope_refusal(job.source)) is not None:
+                    raise InvalidJob(f"job {job.id!r}: {unscoped}", job_id=job.id)
                 crate_key = self._crate_key(job)
             except InvalidJob as exc:
                 results[index] = invalid_result(exc.job_id or f"#{index}", str(exc))
