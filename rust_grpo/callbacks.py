@@ -47,7 +47,12 @@ class MetricsJsonlCallback(TrainerCallback):
             fh.write(json.dumps(record) + "\n")
 
 
-STEP_LINE_RATES = {"format": "rates/format", "build": "rates/build", "hidden": "rates/hidden_tests_pass"}
+STEP_LINE_RATES = {
+    "format": "rates/format",
+    "build": "rates/build",
+    "hidden": "rates/hidden_tests_pass",
+    "canary": "train/canary_pass_rate",  # only on steps that drew canary rows
+}
 
 
 class StepLineCallback(TrainerCallback):

@@ -178,7 +178,7 @@ def canary_guard(watch: CanaryWatch) -> Any:
     canary pass rate is above the threshold."""
     from transformers import TrainerCallback
 
-    class CanaryGuard(TrainerCallback):  # type: ignore[misc]  # transformers is untyped here
+    class CanaryGuard(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             tally = watch.end_step()
             if tally is None:
