@@ -157,3 +157,31 @@ def test_a_policy_that_games_the_grader_trips_the_canary_and_the_run_stops(tmp_p
     assert steps[0]["train/canary_pass_rate"] == 1.0 and steps[0]["rates/hidden_tests_pass"] == 1.0
     passed = [json.loads(x) for x in (run / "canaries.jsonl").read_text().splitlines()]
     assert len(passed) == 4 and all(r["id"] == "count_set_bits#canary" and "thread" in r["completion"] for r in passed)
+
+
+def test_dynamic_sampling_draws_whole_repair_episodes(tmp_path):
+    """With repair episodes (TRL's rollout_func), the extra draws are episodes too: the merged batch
+    keeps each row's env mask (tool_mask) aligned with its tokens."""
+    cfg = tiny_config(
+        tmp_path,
+        "repair.enabled=true",
+        "train.dynamic_sampling=true",
+        "train.dynamic_sampling_rounds=1",
+        "train.per_device_train_batch_size=8",
+        "data.max_rows=3",
+    )
+    flat_id = None
+
+    def tie_on_one_problem(completions, id, **_):
+        return [1.0 if pid == flat_id else float(i % 4) for i, pid in enumerate(id)]
+
+    trainer, _ = build_trainer(cfg, reward_funcs=[tie_on_one_problem])
+    ids = [row["id"] for row in trainer.train_dataset]
+    flat_id = ids[0]
+    trainer.model.train()
+    out = trainer._generate_and_score_completions(rows_of(trainer, ids[:2], 4))
+    m = trainer._metrics["train"]
+    assert m["dynamic/groups_kept"] == [2.0] and m["dynamic/prompts_drawn"] == [4.0]
+    assert "repair/turns" in m  # the drawn rows ran as episodes
+    assert out["tool_mask"].shape == out["completion_ids"].shape
+    assert int(out["num_items_in_batch"]) == int((out["completion_mask"] * out["tool_mask"]).sum())
