@@ -64,7 +64,9 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
                 "train.dynamic_sampling runs on one process only (groups may span processes): "
                 "turn it off, or use train.skip_zero_variance_groups"
             )
-        self._extra_prompts = prompt_stream(len(self.train_dataset), self.args.seed + 1)
+        self._extra_prompts = (
+            prompt_stream(len(self.train_dataset), self.args.seed + 1) if dynamic_sampling_rounds else None
+        )
 
     # --- rewards: canaries become unknown, rates are logged without them -----------------------
 
@@ -178,6 +180,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         rounds = 0
         while len(kept) < wanted and rounds < self.dynamic_sampling_rounds:
             rounds += 1
+            assert self._extra_prompts is not None
             rows = [dict(self.train_dataset[next(self._extra_prompts)]) for _ in range(wanted)]
             more = [dict(row) for row in rows for _ in range(g)]
             scored = super()._generate_and_score_completions(more)

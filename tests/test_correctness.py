@@ -83,6 +83,8 @@ def test_canary_share_bounds_and_no_canaries_with_repair_episodes():
         load_config("smollm-cpu", ["data.canary_share=0.05", "repair.enabled=true"])
     with pytest.raises(ConfigError, match="canary_action"):
         load_config("smollm-cpu", ['train.canary_action="ignore"'])
+    with pytest.raises(ConfigError, match="dynamic_sampling_rounds must be 1 to 16"):
+        load_config("smollm-cpu", ["train.dynamic_sampling_rounds=0"])
     cfg = load_config("smollm-cpu")
     assert cfg.data.canary_share > 0 and cfg.train.canary_action == "stop"  # the shipped CPU preset watches
 
