@@ -19,7 +19,10 @@ RUN apt-get update \
  && rm /tmp/rustup.sh \
  && chmod -R a+rX /opt/rust
 
-# ---- CPU image: the sandbox, the scorer and the reward server ----
+# ---- CPU image: the sandbox, the scorer (with its PNG report) and the reward server ----
+# The default command serves on 0.0.0.0 so that `docker run -p 8808:8808` reaches it; the server
+# refuses a non-loopback address without a token, so it needs `-e REWARD_SANDBOX_TOKEN=...` (or
+# REWARD_SANDBOX_TOKEN_FILE naming a mounted secret) and otherwise exits 2 with one line saying so.
 FROM ${CPU_BASE} AS cpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_BREAK_SYSTEM_PACKAGES=1
@@ -28,31 +31,41 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=rust /opt/rust /opt/rust
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY reward_sandbox ./reward_sandbox
 COPY rust_grpo ./rust_grpo
 COPY data ./data
 # PIP_CERT: a CA bundle for builds behind a TLS-inspecting proxy (scripts/docker_check.sh passes the host's)
 ARG PIP_CERT=""
-RUN if [ -z "$PIP_CERT" ]; then unset PIP_CERT; fi && python3 -m pip install --no-compile ".[serve]"
+# report: matplotlib for `rust-grpo score`'s report.png; score needs no torch, so none is installed
+RUN if [ -z "$PIP_CERT" ]; then unset PIP_CERT; fi && python3 -m pip install --no-compile -c constraints.txt ".[serve,report]"
 COPY configs ./configs
-RUN useradd --create-home --uid 10001 grader
+# /app/runs (score's default --out) owned by the user: a named volume mounted there inherits it
+RUN useradd --create-home --uid 10001 grader && mkdir -p /app/runs && chown 10001:10001 /app/runs
 USER 10001
 EXPOSE 8808
 HEALTHCHECK --interval=30s --timeout=5s CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8808/healthz')"]
-CMD ["reward-sandbox", "serve", "--host", "127.0.0.1", "--port", "8808"]
+CMD ["reward-sandbox", "serve", "--host", "0.0.0.0", "--port", "8808"]
 
 # ---- GPU image: training with TRL + PEFT + vLLM ----
 FROM ${GPU_BASE} AS gpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
-    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DEBIAN_FRONTEND=noninteractive
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DEBIAN_FRONTEND=noninteractive \
+    HF_HOME=/cache/hf
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-pip python3-venv bubblewrap gcc libc6-dev util-linux \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=rust /opt/rust /opt/rust
 WORKDIR /app
 COPY . .
-RUN python3 -m pip install --no-compile ".[train,serve,vllm]"
-RUN useradd --create-home --uid 10001 trainer && chown -R trainer /app
+# pinned as tested (constraints.txt), except torch: vLLM brings the CUDA torch it was built against
+RUN grep -v '^torch==' constraints.txt > /tmp/constraints-gpu.txt \
+ && python3 -m pip install --no-compile -c /tmp/constraints-gpu.txt ".[train,serve,vllm]" \
+ && rm /tmp/constraints-gpu.txt
+# The mount points exist and belong to the user, so the named volume hf-cache inherits that owner;
+# a bind mount (./runs) keeps its host owner: `mkdir -p runs && sudo chown 10001 runs` first.
+RUN useradd --create-home --uid 10001 trainer \
+ && mkdir -p /app/runs /cache/hf \
+ && chown -R 10001:10001 /app /cache/hf
 USER 10001
 CMD ["rust-grpo", "train", "--config", "configs/modern-1.5b.toml"]

@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-TORCH  ?= torch==2.13.0
+# torch is installed first, on its own, at its pin in constraints.txt (TORCH=... for another build)
+TORCH  ?= $(shell grep '^torch==' constraints.txt)
 
-.PHONY: setup test test-fast demo bench bench-learning lint docker-check clean
+.PHONY: setup system-packages test test-fast demo bench bench-learning lint docker-check clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust with clippy (rustup component add clippy)"; exit 1; }
@@ -15,28 +16,32 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e ".[train,serve,dev]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+# bubblewrap, util-linux, gcc: installed when run as root on Debian/Ubuntu, else named in one line
+system-packages:
+	@bash scripts/system_packages.sh
 
-test: $(STAMP)
+setup: system-packages $(STAMP)
+
+test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
-test-fast: $(STAMP)
+test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
 
-demo: $(STAMP)
+demo: setup
 	$(VENV)/bin/rust-grpo demo --out runs/demo --overwrite
 
-bench: $(STAMP)
+bench: setup
 	$(PY) benchmarks/bench_sandbox.py
 	$(PY) benchmarks/bench_batched.py
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_exercism.py
 	$(PY) benchmarks/bench_server.py
 
-bench-learning: $(STAMP)
+bench-learning: setup
 	$(PY) benchmarks/bench_learning.py
 
 lint: $(STAMP)

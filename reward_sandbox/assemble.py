@@ -7,7 +7,8 @@ first) and on the same line, so the program's line numbers do not move. There:
 
 - the hidden tests' module is declared before any ``macro_rules!`` of the program, so textual
   macro scope cannot reach it, and it imports the std assertion macros by name, which beats a
-  ``#[macro_export]`` look-alike arriving through ``use super::*``;
+  ``#[macro_export]`` look-alike arriving through ``use super::*``, and so the std prelude items
+  the tests use (``prelude.py``): the program's own ``Some`` or ``Vec`` never stands in for std's;
 - every generated file and module name carries a fresh random tag, so the program cannot name
   them in ``include_str!`` or shadow them with a module of its own;
 - the sentinel (the test that sorts last and proves the run reached its end) prints a nonce it
@@ -28,7 +29,9 @@ import secrets
 from dataclasses import dataclass
 
 from .jobs import Job, TestMode
+from .prelude import after_glob_uses, prelude_imports
 from .rustlex import LexError, code_only, inner_attributes_end
+from .trait_scope import shadowing_items
 
 NONCE_DIR = ".rg"  # root-owned, mode 0711: the nonce file in it can be read by name only
 STD_MACROS = (
@@ -59,12 +62,18 @@ class Assembly:
     lib_path: str = "lib.rs"
     test_path: str | None = None  # integration mode: the separate test crate root
     hidden_root: str | None = None  # unit/main mode: program with its own tests off + hidden tests
-    marker: str = ""  # batches: a secret every hidden module of the batch carries (their one filter)
+    module: str = ""  # batches: the program's module in the batch crate (``{tag}_m``)
+
+    @property
+    def prefix(self) -> str:
+        """What starts each of the program's test names: nothing alone, its module in a batch."""
+        return f"{self.module}::" if self.module else ""
 
     @property
     def hidden_module(self) -> str:
-        """Also the libtest filter of the hidden run (``{tag}_hidden::`` holds its sentinel too)."""
-        return f"{self.tag}_hidden{self.marker}"
+        """Also the libtest filter of the hidden run (``{tag}_hidden::`` holds its sentinel too),
+        alone and in a batch alike: libtest filters match anywhere in a test's name."""
+        return f"{self.tag}_hidden"
 
     @property
     def sentinel_test(self) -> str:
@@ -173,26 +182,26 @@ def _sentinel_test(nonce_path: str) -> str:
     )
 
 
-def assemble(job: Job, work_dir: str, marker: str = "") -> Assembly:
+def assemble(job: Job, work_dir: str) -> Assembly:
     """Lay out ``job`` as crate files with fresh random names and a fresh nonce. ``work_dir`` is the
-    steps' view of the work directory, where the driver puts the nonce file just before tests run.
-    ``marker`` (batches only) is appended to the hidden module's name."""
+    steps' view of the work directory, where the driver puts the nonce file just before tests run."""
     tag = "rg" + secrets.token_hex(8)
     nonce = secrets.token_hex(16)
     nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
-    hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden{marker}"
-    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; "
+    hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden"
+    # std's names and none of the program's traits the tests do not name (prelude.py, trait_scope.py)
+    scope = prelude_imports(job.tests, job.edition) + shadowing_items(job.source, job.tests)
+    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {scope}"
+    tests = after_glob_uses(job.tests, scope)  # a glob of theirs in an inner scope beats our outer items
     own = _TEST_ATTR.search(_code(job.source)) is not None
     sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path)
     files = {sentinel_file: sentinel}
-    layout = functools.partial(Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own, marker=marker)
+    layout = functools.partial(Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own)
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))
         test_file = f"{tag}_t.rs"
-        files[test_file] = (
-            _insert(job.tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
-        )
+        files[test_file] = _insert(tests, imports) + "\n" + _decl(sentinel_file, sentinel_mod, cfg_test=False) + "\n"
         return layout(
             files,
             hidden_expected=count_tests(job.tests),
@@ -208,7 +217,7 @@ def assemble(job: Job, work_dir: str, marker: str = "") -> Assembly:
             files,
             hidden_expected=0,
         )
-    hidden = f"#[allow(unused_imports)] use super::*;\n{imports}\n{job.tests}\n"
+    hidden = f"#[allow(unused_imports)] use super::*;\n{imports}\n{tests}\n"
     expected = count_tests(job.tests)
     if job.test_mode is TestMode.MAIN:
         hidden += "\n#[test]\nfn rg_main() {\n    main();\n}\n"

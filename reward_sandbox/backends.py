@@ -4,9 +4,9 @@
 - with tests: one ``clippy-driver --test`` pass builds one test binary holding the program, its
   own tests and the hidden tests, and lints it; the binary then runs twice, filtered: once for
   the hidden tests, once for the program's own tests, each run with its own sentinel check;
-- when that pass fails, a metadata-only check of the program alone says whether the program
-  builds, and if it does, the hidden tests are built once more against the program with its own
-  tests off, so a broken own test never costs the hidden verdict;
+- when that pass fails (not when it ran out of time), a metadata-only check of the program alone
+  says whether the program builds, and if it does, the hidden tests are built once more against
+  the program with its own tests off, so a broken own test never costs the hidden verdict;
 - without tests: the metadata-only check alone (no codegen, no linking);
 - integration mode: ``clippy-driver`` builds the library as an rlib (build + lint), ``rustc
   --test`` builds the separate test crate against it, and the program's own tests, if any, are
@@ -19,6 +19,7 @@ project, for parity checks and for users who want cargo's exact behaviour.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 
 from .assemble import Assembly
@@ -35,6 +36,20 @@ FORCED_LINTS = ["--force-warn", "clippy::all", "--force-warn", "unused"]
 # no FFI, no raw fds, no link-section constructors: the harness's output stays its own
 NO_UNSAFE = ["-F", "unsafe_code"]
 SEALED_DIR = ".rgbin"  # root-owned 0711: test binaries sit here, exec-only, before any test runs
+
+
+def sealed_name() -> str:
+    """A sealed binary's name: random, so a test's ``argv[0]`` is the same shape in every run (the
+    program's own and its wrong versions', hidden or own, unit or integration mode) and no test can
+    find out by name which binaries lie next to its own."""
+    return secrets.token_hex(8)
+
+
+def own_run_args(asm: Assembly) -> list[str]:
+    """The own run's filter, one shape whether or not the binary holds hidden tests: own-test credit
+    compares this run with the same run of wrong versions of the program (``rust_grpo/mutants.py``),
+    which have none, and a test that read its command line must find nothing to tell them apart."""
+    return ["--skip", f"{asm.hidden_module}::"]
 
 
 @dataclass(frozen=True)
@@ -73,9 +88,7 @@ def compile_step(
 
 
 # One malloc arena and no cache of thread stacks: once a program's threads have ended, the process's
-# address space is back where it was. Alone that changes nothing a test can rely on; in a batch it
-# keeps one program's threads from using up the address-space limit its neighbours share, and lets
-# the gate between programs see reserved memory that was kept (batchcrate.py).
+# address space is back where it was, and threads do not use up RLIMIT_AS with arenas of their own.
 RUN_ALLOCATOR_ENV = {"MALLOC_ARENA_MAX": "1", "GLIBC_TUNABLES": "glibc.pthread.stack_cache_size=0"}
 
 
@@ -167,13 +180,13 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             own = [rustc, "--test", *common, f"{src}/lib.rs", "-o", f"{work}/own_bin"]
             steps.append(compile_step("ownc", own, limits, when="ok:lib"))
             own_compile = "ownc"
-        sealed = f"{work}/{SEALED_DIR}"
-        steps.append(run_step("run_hidden", [f"{sealed}/test_bin", *tests], limits, when="ok:testc", cwd=src))
-        seals = [(f"{work}/test_bin", f"{sealed}/test_bin")]
-        if asm.has_own_tests:
-            steps.append(run_step("run_own", [f"{sealed}/own_bin", *tests], limits, when="ok:ownc", cwd=src))
-            seals.append((f"{work}/own_bin", f"{sealed}/own_bin"))
+        hidden_bin, own_bin = f"{work}/{SEALED_DIR}/{sealed_name()}", f"{work}/{SEALED_DIR}/{sealed_name()}"
+        seals = [(f"{work}/test_bin", hidden_bin)]
+        if asm.has_own_tests:  # first: nothing of the hidden run can reach it (see below)
+            steps.append(run_step("run_own", [own_bin, *own_run_args(asm), *tests], limits, when="ok:ownc", cwd=src))
+            seals.append((f"{work}/own_bin", own_bin))
             run_own = "run_own"
+        steps.append(run_step("run_hidden", [hidden_bin, *tests], limits, when="ok:testc", cwd=src))
         return Plan(steps, ["lib"], ["lib"], ["testc"], own_compile, "run_hidden", run_own, seals=seals)
     has_hidden = asm.hidden_root is not None
     if not has_hidden and not asm.has_own_tests:
@@ -181,9 +194,18 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     test_build = [clippy, "--test", *common, *FORCED_LINTS, f"{src}/lib.rs", "-o", f"{work}/test_bin"]
     steps = [
         compile_step("testc", test_build, limits),
-        compile_step("check", check, limits, when="failed:testc"),
+        compile_step("check", check, limits, when="erred:testc"),  # not after a timeout: it would time out too
     ]
     hidden_compile = ["testc"] if has_hidden else []
+    sealed = f"{work}/{SEALED_DIR}/{sealed_name()}"
+    run_own = None
+    # The own run comes first, and every run starts from a fresh /tmp (process.py): nothing the
+    # program wrote while the hidden tests ran (their inputs, their messages) can reach the own
+    # run's output, which repair feedback shows; and the own run is the first run, as it is for the
+    # wrong versions that own-test credit compares it with.
+    if asm.has_own_tests:
+        steps.append(run_step("run_own", [sealed, *own_run_args(asm), *tests], limits, when="ok:testc", cwd=src))
+        run_own = "run_own"
     if has_hidden:
         hidden_only = [
             rustc,
@@ -193,23 +215,17 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
             "-o",
             f"{work}/test_bin",
         ]
-        steps.append(compile_step("hiddenc", hidden_only, limits, when="failed:testc&ok:check"))
+        steps.insert(2, compile_step("hiddenc", hidden_only, limits, when="failed:testc&ok:check"))
         hidden_compile.append("hiddenc")
         steps.append(
             run_step(
                 "run_hidden",
-                [f"{work}/{SEALED_DIR}/test_bin", f"{asm.hidden_module}::", *tests],
+                [sealed, f"{asm.hidden_module}::", *tests],
                 limits,
                 when="ok:testc|ok:hiddenc",
                 cwd=src,
             )
         )
-    run_own = None
-    if asm.has_own_tests:
-        own_args = ["--skip", f"{asm.hidden_module}::"] if has_hidden else []
-        run_own_argv = [f"{work}/{SEALED_DIR}/test_bin", *own_args, *tests]
-        steps.append(run_step("run_own", run_own_argv, limits, when="ok:testc", cwd=src))
-        run_own = "run_own"
     return Plan(
         steps,
         ["testc", "check"],
@@ -218,7 +234,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
         "testc" if asm.has_own_tests else None,
         "run_hidden" if has_hidden else None,
         run_own,
-        seals=[(f"{work}/test_bin", f"{work}/{SEALED_DIR}/test_bin")],
+        seals=[(f"{work}/test_bin", sealed)],
     )
 
 
@@ -259,11 +275,14 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
 
     seals: list[tuple[str, str]] = []
 
+    names: dict[str, str] = {}
+
     def run_tests(name: str, binary: str, extra: list[str], when: str) -> Step:
-        sealed = f"{layout.work}/{SEALED_DIR}/{binary}"
+        sealed = f"{layout.work}/{SEALED_DIR}/{names.setdefault(binary, sealed_name())}"
         if (f"{layout.work}/proj/target/debug/deps/{binary}-*", sealed) not in seals:
             seals.append((f"{layout.work}/proj/target/debug/deps/{binary}-*", sealed))
-        return run_step(name, [sealed, *extra, *libtest_args(job)], limits, when, cwd=f"{layout.work}/proj")
+        # from the sources' copy of the project (its manifest): the work dir is emptied before each run
+        return run_step(name, [sealed, *extra, *libtest_args(job)], limits, when, cwd=f"{layout.src}/proj")
 
     steps = [
         compile_step("copy", ["cp", "-r", f"{layout.src}/proj", "."], limits),
@@ -275,15 +294,14 @@ def cargo_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits) -> Plan:
     if asm.hidden_root is None and asm.test_path is None and not asm.has_own_tests:
         return Plan(steps, ["build"], ["clippy"], [], None, None, None, uid_secrets)
     steps.append(cargo_step("testc", ["test", "--no-run", *manifest], when="ok:build"))
+    if asm.has_own_tests:  # first, from a fresh /tmp, as in fast_plan
+        steps.append(run_tests("run_own", job.crate_name, own_run_args(asm), "ok:testc"))
+        run_own = "run_own"
     if asm.test_path is not None:
         steps.append(run_tests("run_hidden", f"{asm.tag}_t", [], "ok:testc"))
         run_hidden = "run_hidden"
     elif asm.hidden_root is not None:
         steps.append(run_tests("run_hidden", job.crate_name, [f"{asm.hidden_module}::"], "ok:testc"))
         run_hidden = "run_hidden"
-    if asm.has_own_tests:
-        skip = ["--skip", f"{asm.hidden_module}::"] if asm.hidden_root is not None else []
-        steps.append(run_tests("run_own", job.crate_name, skip, "ok:testc"))
-        run_own = "run_own"
     own_compile = "testc" if run_own else None
     return Plan(steps, ["build"], ["clippy"], ["testc"], own_compile, run_hidden, run_own, uid_secrets, seals)

@@ -1,22 +1,28 @@
-"""Grade a batch of jobs that share their tests in one compiler run, one link and one test run each
-for the hidden and the own tests, with the verdicts grading each alone would give.
+"""Grade a batch of jobs that share their tests in one compiler run and one link, with the verdicts
+grading each alone would give: a batch shares a build, never a process.
 
 A round builds the batch crate (``batchcrate.py``) with the single test build's flags and forced
-lints, lists the binary's tests, then runs the hidden tests of all programs, then their own tests.
+lints; then each program's tests run as they would alone, in processes of their own: its hidden
+run, then its own run, filtered to its tests, with a single run's limits, sentinel and nonce, in
+a work directory emptied of whatever the program before it left (``Step.fresh``; under bubblewrap
+it is the one place a run can write). Nothing a process holds (threads, their names, peak memory,
+signal dispositions, globals, the panic hook) reaches the next program, and no gate is needed.
 - When the build fails, each error is traced, through its spans (macro expansions included), to
   the program directories it points into; those programs are graded alone and the rest rebuilt.
   An error that points into no program's directory sends every program alone.
 - Warnings are counted per program from their primary span's file, as a single grading counts
   them; a warning that belongs to no program and is not ours sends every program alone.
-- Each program's stretch of each run is checked (``batchlog.py``); a trusted one is rewritten into
-  the output of a run of that program alone, and the single grader's own ``classify`` reads it,
-  with the single plan's step names: the verdict is computed by the same code as a single one.
-Whatever is not trusted is graded alone by the caller; a batch never yields a ``sandbox_error``.
+- Each program's runs are read by the single grader's own ``classify``, under the single plan's
+  step names, with the program's module dropped from its test names (``testlog.py``): the verdict
+  is computed by the same code, from the same kind of runs, as a single one.
+A program whose runs did not all end (the sandbox was stopped) or that a memory kill may have hit
+is graded alone by the caller; a batch never yields a ``sandbox_error``.
 """
 
 from __future__ import annotations
 
 import secrets
+import signal
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,15 +37,14 @@ from .backends import (
     libtest_args,
     run_step,
 )
-from .batchcrate import BatchCrate, build_batch
-from .batchlog import Stretch, listed_tests, split_run
+from .batchcrate import BatchCrate, Member, build_batch
 from .diagnostics import counted_messages, primary_span
-from .grader import Slot, _prepare_dirs, _scratch_root, _scrub, _step_killer, classify, release
+from .grader import Slot, between_runs, classify, prepare_dirs, release, scratch_root, step_killer
 from .isolation import Isolation
 from .jobs import Job
 from .layout import JobDir, Layout
 from .limits import Limits
-from .process import DriverOutcome, StepOutcome, driver_script, run_driver
+from .process import DriverOutcome, Step, StepOutcome, driver_script, run_driver
 from .results import Result
 from .toolchain import Toolchain
 
@@ -139,37 +144,46 @@ def _warnings(output: bytes, layout: Layout, crate: BatchCrate) -> dict[int, lis
     return per
 
 
+def _runs(member: Member, index: int) -> dict[str, str]:
+    """The single plan's run step names -> this member's steps in the batch's driver."""
+    runs = {"run_hidden": f"h{index}"}
+    if member.asm.has_own_tests:
+        runs["run_own"] = f"o{index}"
+    return runs
+
+
+def _as_alone(text: str, member: Member) -> str:
+    """Text for a person, with the member's module and directory gone, as a run alone prints it."""
+    return text.replace(member.asm.prefix, "").replace(f"/{member.tag}/", "/")
+
+
 def _verdict(
-    job_index: int,
-    crate: BatchCrate,
-    layout: Layout,
-    limits: Limits,
-    lint_lines: list[str],
-    hidden: Stretch,
-    own: Stretch | None,
+    member: Member, index: int, layout: Layout, limits: Limits, lint_lines: list[str], outcome: DriverOutcome
 ) -> Result:
-    """The single grader's verdict, read from the member's part of the batch as from its own steps."""
-    member = crate.members[job_index]
-    asm = replace(member.asm, marker="")
-    plan = fast_plan(member.job, asm, layout, limits)
+    """The single grader's verdict, read from the member's steps of the batch as from its own."""
+    plan = fast_plan(member.job, member.asm, layout, limits)
     steps = {step.name: StepOutcome() for step in plan.steps}
     steps["testc"] = StepOutcome(started=True, exit_code=0, status=0, output="\n".join(lint_lines).encode())
-    steps["run_hidden"] = StepOutcome(
-        started=True, exit_code=hidden.exit_code, status=hidden.exit_code, output=hidden.output
+    runs = _runs(member, index)
+    steps.update({name: outcome.steps[step] for name, step in runs.items()})
+    timed_out = {name for name, step in runs.items() if step in outcome.timed_out}
+    alone = DriverOutcome(steps=steps, timed_out=timed_out, done=True)
+    result = classify(member.job, member.asm, plan, alone)
+    tests = replace(
+        result.tests,
+        output=_as_alone(result.tests.output, member),
+        own_output=_as_alone(result.tests.own_output, member),
     )
-    if own is not None and plan.run_own:
-        steps[plan.run_own] = StepOutcome(
-            started=True, exit_code=own.exit_code, status=own.exit_code, output=own.output
-        )
-    return classify(member.job, asm, plan, DriverOutcome(steps=steps, done=True))
+    return replace(result, tests=tests, output_tail=_as_alone(result.output_tail, member))
 
 
 def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: Limits, slot: Slot) -> _Round:
     start = time.monotonic()
     limits = limits.with_run_timeout(jobs[0].timeout_s)
-    job_dir = JobDir(_scratch_root() / secrets.token_hex(16))
+    job_dir = JobDir(scratch_root() / secrets.token_hex(16))
+    oom = False
     try:
-        _prepare_dirs(job_dir, slot.uid)
+        prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
         crate = build_batch(jobs, layout.work)
         for rel, text in {**crate.files, "Cargo.toml": cargo_manifest(jobs[0])}.items():
@@ -190,18 +204,14 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
         dynamic = ["-C", "prefer-dynamic", "-C", f"link-arg=-Wl,-rpath,{libdir}"] if host else []
         build = [clippy, "--test", *compile_flags(job), *dynamic, *FORCED_LINTS, f"{src}/{crate.root}"]
         build += ["-o", f"{work}/test_bin"]
-        # Half a single run's time: a program the kill cuts short is graded alone anyway, and one
-        # that finished within it finished within its own limit; a loop wastes less.
-        runs = replace(limits, run_cpu_s=max(1, limits.run_cpu_s // 2), run_wall_s=max(2.0, limits.run_wall_s / 2))
-        steps = [
-            compile_step("testc", build, limits),
-            run_step("list", [sealed, "--list"], runs, when="ok:testc", cwd=src),
-            run_step("run_hidden", [sealed, crate.filter, *libtest_args(job)], runs, when="ok:testc", cwd=src),
-        ]
-        has_own = any(m.asm.has_own_tests for m in crate.members)
-        if has_own:
-            own_argv = [sealed, "--skip", crate.filter, *libtest_args(job)]
-            steps.append(run_step("run_own", own_argv, runs, when="ok:testc", cwd=src))
+        steps: list[Step] = [compile_step("testc", build, limits)]
+        for i, member in enumerate(crate.members):
+            filters = {"run_hidden": member.hidden_filter(), "run_own": member.own_filter()}
+            for name, step in _runs(member, i).items():
+                # every run starts from an emptied work dir (process.driver_script), as alone
+                steps.append(
+                    run_step(step, [sealed, *filters[name], *libtest_args(job)], limits, when="ok:testc", cwd=src)
+                )
         nonce_paths = [m.asm.nonce_path for m in crate.members]
         script = driver_script(steps, layout, slot.uid, [], nonce_paths, [(f"{work}/test_bin", sealed)])
         job_dir.driver.write_text(script)
@@ -211,11 +221,12 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
         argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
         nonces = "\n".join(m.asm.nonce for m in crate.members)
         outcome = run_driver(
-            argv, steps, env, nonces, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid)
+            argv, steps, env, nonces, scrub=between_runs(job_dir, isolation, slot.uid), kill_step=step_killer(slot.uid)
         )
+        oom = slot.memory.oom_killed() if slot.memory is not None else False
     finally:
         release(slot, isolation, job_dir)
-    return _judge(jobs, crate, layout, limits, outcome, time.monotonic() - start, isolation.name)
+    return _judge(jobs, crate, layout, limits, outcome, time.monotonic() - start, isolation.name, oom)
 
 
 def _judge(
@@ -226,6 +237,7 @@ def _judge(
     outcome: DriverOutcome,
     wall_s: float,
     level: str,
+    oom: bool,
 ) -> _Round:
     testc = outcome.steps["testc"]
     if outcome.faults:  # the sandbox could not set a step up: every program is graded alone, where it shows
@@ -238,25 +250,16 @@ def _judge(
         return _Round(culprits=None if culprits is None else {index[id(crate.members[i].job)] for i in culprits})
     got = _Round(built=True)
     lints = _warnings(testc.output, layout, crate)
-    listing = outcome.steps["list"]
-    if lints is None or listing.status != 0:
+    if lints is None:
         return got
-    listed = listed_tests(listing.output)
-    hidden_run = split_run(outcome.steps["run_hidden"].output, crate, listed, hidden=True)
-    hidden = hidden_run.stretches
-    own_step = outcome.steps.get("run_own")
-    own: dict[str, Stretch] = {}
-    if own_step is not None:
-        own_run = split_run(own_step.output, crate, listed, hidden=False)
-        # a file some program left in the hidden run would be there for every program's own tests
-        if own_run.files and own_run.files == hidden_run.files:
-            own = own_run.stretches
-    measures = {name: s.measures() for name, s in outcome.steps.items() if s.started}
     for i, member in enumerate(crate.members):
-        mine_hidden, mine_own = hidden[member.tag], own.get(member.tag)
-        if not mine_hidden.trusted or (member.asm.has_own_tests and (mine_own is None or not mine_own.trusted)):
+        mine = [outcome.steps[step] for step in _runs(member, i).values()]
+        if any(s.exit_code is None for s in mine):  # the sandbox stopped before its runs ended
             continue
-        result = _verdict(i, crate, layout, limits, lints[i], mine_hidden, mine_own)
+        if oom and any(s.signal == signal.SIGKILL for s in mine):  # alone tells a memory kill apart
+            continue
+        result = _verdict(member, i, layout, limits, lints[i], outcome)
+        measures = {"testc": testc.measures(), **{s: outcome.steps[s].measures() for s in _runs(member, i).values()}}
         batch = {"size": len(crate.members), "wall_s": round(wall_s, 3), "steps": measures}
         got.results[index[id(member.job)]] = replace(
             result,

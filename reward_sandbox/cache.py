@@ -21,19 +21,26 @@ from .status import Status
 
 log = logging.getLogger("reward_sandbox")
 
-HARNESS_VERSION = "6"  # bump when grading logic changes what a result says
+HARNESS_VERSION = "9"  # bump when grading logic changes what a result says
 UNCACHEABLE = {Status.SANDBOX_ERROR, Status.INVALID_INPUT}  # our fault or the input's, never the program's
 
 
 def job_key(
-    job: Job, toolchain_version: str, backend: str, limits: Limits, isolation: str, memory_scope: str = "job"
+    job: Job,
+    toolchain_version: str,
+    backend: str,
+    limits: Limits,
+    isolation: str,
+    memory_scope: str = "job",
+    batch: bool = False,
 ) -> str:
     """The hash of everything a verdict depends on (a timeout is cached with the limits it hit);
     the job's id is deliberately not part of it. A verdict from a weaker isolation level is never
-    served to a stronger one."""
+    served to a stronger one, and one graded where batching was on never to a grading with it off:
+    batched verdicts are built to equal single ones, and ``--no-batch`` is how that is checked."""
     payload = {k: v for k, v in job.to_dict().items() if k != "id"}
     settings = [toolchain_version, backend, limits.with_run_timeout(job.timeout_s).to_dict(), isolation, memory_scope]
-    blob = json.dumps([HARNESS_VERSION, payload, *settings], sort_keys=True)
+    blob = json.dumps([HARNESS_VERSION, payload, *settings, batch], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from . import __version__
 from .cgroups import cgroup_problem
 from .cliargs import OneLineParser
+from .client import RemoteGraderError
 from .isolation import IsolationUnavailable, choose_level
 from .jobs import InvalidJob
 from .outfiles import check_output_file, write_lines
@@ -82,7 +83,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"reward-sandbox: grading on {', '.join(settings.server_urls)}", file=sys.stderr)
             results = grader.grade(records)
             for server in getattr(grader, "health", list)():
-                state = "up" if server["healthy"] else f"down ({server['last_error']})"
+                state = (
+                    "refused the token"
+                    if server.get("unauthorized")
+                    else "up"
+                    if server["healthy"]
+                    else f"down ({server['last_error']})"
+                )
                 print(
                     f"  {server['url']}: {state}, {server['jobs_ok']} jobs graded, {server['failures']} failures",
                     file=sys.stderr,
@@ -136,9 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
         "that grading here would use; exit 2 with the reason when grading cannot work.",
     )
     check.set_defaults(func=cmd_check)
+    from . import cliargs  # here, not at the top: the serve block stays self-contained
+
     serve = sub.add_parser("serve", help="serve rewards over HTTP")
+    # every number is range-checked by argparse (cliargs): a bad one is one line and exit 2, before binding
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (not loopback: a token is required)")
-    serve.add_argument("--port", type=int, default=8808, help="TCP port")
+    serve.add_argument(
+        "--port", type=cliargs.int_in(0, 65535), default=8808, help="TCP port (0: any free one, printed)"
+    )
     serve.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused with a clear error: `ps` shows argv
     serve.add_argument(
         "--token-file",
@@ -147,20 +159,42 @@ def build_parser() -> argparse.ArgumentParser:
         "required off loopback",
     )
     add_arguments(serve, local_only=True)
-    serve.add_argument("--max-batch", type=int, default=512, help="most jobs in one request")
-    serve.add_argument("--max-queue", type=int, default=4096, help="most jobs waiting before requests get 503")
-    serve.add_argument("--max-request-mb", type=float, default=32.0, help="largest request body (then 413)")
+    serve.add_argument("--max-batch", type=cliargs.int_in(1, 100_000), default=512, help="most jobs in one request")
     serve.add_argument(
-        "--read-timeout-s", type=float, default=30.0, help="a request must arrive in full within this (else dropped)"
+        "--max-queue",
+        type=cliargs.int_in(1, 10_000_000),
+        default=4096,
+        help="most jobs waiting before requests get 503 (at least --max-batch)",
     )
     serve.add_argument(
-        "--max-connections", type=int, default=256, help="open connections (idle ones evicted first, then 503)"
+        "--max-request-mb",
+        type=cliargs.float_in(0, 4096, low_open=True),
+        default=32.0,
+        help="largest request body (then 413)",
     )
     serve.add_argument(
-        "--max-connections-per-ip", type=int, default=64, help="open connections from one address (0: no limit)"
+        "--read-timeout-s",
+        type=cliargs.float_in(0, 3600, low_open=True),
+        default=30.0,
+        help="a request must arrive in full within this (else dropped)",
     )
     serve.add_argument(
-        "--max-inflight-mb", type=float, default=128.0, help="request bodies held at once, all clients (then 503)"
+        "--max-connections",
+        type=cliargs.int_in(1, 1_000_000),
+        default=256,
+        help="open connections (idle ones evicted first, then 503)",
+    )
+    serve.add_argument(
+        "--max-connections-per-ip",
+        type=cliargs.int_in(0, 1_000_000),
+        default=64,
+        help="open connections from one address (0: no limit)",
+    )
+    serve.add_argument(
+        "--max-inflight-mb",
+        type=cliargs.float_in(0, 65536, low_open=True),
+        default=128.0,
+        help="request bodies held at once, all clients (then 503)",
     )
     serve.set_defaults(func=cmd_serve)
     return parser
@@ -174,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("reward-sandbox: interrupted; nothing was written", file=sys.stderr)
         return 130
-    except (IsolationUnavailable, ToolchainError, SlotsExhausted, ValueError, OSError) as exc:
+    except (IsolationUnavailable, ToolchainError, SlotsExhausted, RemoteGraderError, ValueError, OSError) as exc:
         if args.verbose:
             traceback.print_exc()
         print(f"reward-sandbox: error: {first_line(exc)}", file=sys.stderr)

@@ -3,9 +3,10 @@
 Standard library only. A batch is split into shares, one per healthy server, sent in
 parallel and put back together in input order. A server that fails (unreachable, reset, 5xx, a
 redirect, an answer that is malformed, too big, too slow, or whose ids do not match the jobs sent,
-a 400/401/413) is marked down for ``cooldown_s`` (doubling with each failure in a row) and its share
+a 400/413) is marked down for ``cooldown_s`` (doubling with each failure in a row) and its share
 is re-split over the others at once (a 413 share is halved first); it gets work again only after
-its /healthz answers;
+its /healthz answers. A 401 is not an outage but a wrong or missing token: said once as such, the
+server sits out ``cooldown_s`` without being marked down;
 when every server is down the client waits (backoff) and tries them all again, ``retries`` times.
 A transport failure is never a verdict: what no server could grade comes back as ``sandbox_error``
 (the trainer's rewards for it are None, unknown), and when nothing at all could be graded the
@@ -43,7 +44,8 @@ class RemoteGraderError(RuntimeError):
 
 
 class RequestRejected(RemoteGraderError):
-    """Every server refused the request itself (400/401/413): retrying would not help."""
+    """Every server refused the request itself (400/401/413): retrying would not help (for a 401 the
+    message names the token setting to fix)."""
 
 
 def split_urls(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -88,12 +90,13 @@ class ServerHealth:
     failures: int = 0
     failed_in_a_row: int = 0
     last_error: str = ""
+    unauthorized: bool = False  # it refused our bearer token: a configuration error, not an outage
 
 
 @dataclass
 class _Failure:
     """Why one share failed on one server. ``rejected``: the server refused the request itself
-    (400/401/413); ``too_large``: 413, worth re-sending in smaller pieces."""
+    (400/401/403/413); ``too_large``: 413, worth re-sending in smaller pieces."""
 
     reason: str
     rejected: bool = False
@@ -164,6 +167,7 @@ class RemoteGrader:
         self.servers = [ServerHealth(u) for u in urls]
         self.url = ", ".join(urls)
         self.token = token or token_from_env(token_env)
+        self.token_env = token_env
         self.timeout_s = timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
@@ -296,9 +300,7 @@ class RemoteGrader:
                             result = dataclasses.replace(result, id=f"#{position}")
                         results[position] = result
             if pending and len(rejected) == len(self.servers):
-                raise RequestRejected(
-                    "; ".join(f"reward server {u} refused the batch: {r}" for u, r in rejected.items())
-                )
+                raise RequestRejected("; ".join(f"reward server {r}" for r in rejected.values()))
             pending.sort()
         if pending and len(pending) == len(records):
             raise RemoteGraderError(f"reward server {self.url} failed after {attempt + 1} tries: {last}")
@@ -317,7 +319,9 @@ class RemoteGrader:
             )
             if status == 413 and len(records) > 1:
                 return _Failure(f"{server.url}: HTTP 413 for {len(records)} jobs", too_large=True)
-            if status in (400, 401, 413):  # the server refuses the request itself; another may not
+            if status in (401, 403):
+                return _Failure(self._unauthorized(server, status, data), rejected=True)
+            if status in (400, 413):  # the server refuses the request itself; another may not
                 reason = self._failed(server, f"HTTP {status}: {data[:200].decode(errors='replace')}")
                 return _Failure(reason, rejected=True)
             if status != 200:
@@ -329,9 +333,28 @@ class RemoteGrader:
             if not server.healthy:
                 log.warning("reward server %s is back", server.url)
             server.healthy, server.down_until, server.failed_in_a_row = True, 0.0, 0
+            server.unauthorized = False
             server.batches_ok += 1
             server.jobs_ok += len(results)
         return results
+
+    def _unauthorized(self, server: ServerHealth, status: int, data: bytes) -> str:
+        """A server that refuses our token is up and answering, so it is not marked down (that log
+        line sent people looking for an outage): the error names the configuration to fix, is
+        logged once per server, and the server sits out ``cooldown_s`` before it is asked again."""
+        given = "no bearer token is set" if not self.token else "the bearer token given does not match the server's"
+        error = (
+            f"HTTP {status}, refused our token ({given}): a configuration error, not an outage; "
+            f"set ${self.token_env} (or ${self.token_env}_FILE) to the server's token"
+        )
+        with self._lock:
+            if not server.unauthorized:
+                log.error("reward server %s: %s", server.url, error)
+            server.unauthorized = True
+            server.down_until = time.monotonic() + self.cooldown_s
+            server.failures += 1
+            server.last_error = f"{error} ({data[:200].decode(errors='replace')})"
+        return f"{server.url}: {error}"
 
     def _failed(self, server: ServerHealth, error: str) -> str:
         """Mark ``server`` down; each failure in a row doubles its cooldown (up to 16x)."""

@@ -42,7 +42,7 @@ class Slot:
 
 
 @functools.lru_cache(maxsize=1)
-def _scratch_root() -> Path:
+def scratch_root() -> Path:
     """A private (0711, unlisted) directory on RAM-backed /dev/shm when usable: job dirs are tiny,
     short-lived, and named at random so no other sandbox uid can guess them."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
@@ -51,7 +51,7 @@ def _scratch_root() -> Path:
     return root
 
 
-def _prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
+def prepare_dirs(job_dir: JobDir, uid: int | None) -> None:
     job_dir.root.mkdir(mode=0o711)
     job_dir.src.mkdir(mode=0o755)
     job_dir.work.mkdir(mode=0o700)
@@ -77,9 +77,9 @@ def grade_job(
     ``sandbox_error`` with the reason."""
     start = time.monotonic()
     limits = limits.with_run_timeout(job.timeout_s)
-    job_dir = JobDir(_scratch_root() / secrets.token_hex(16))
+    job_dir = JobDir(scratch_root() / secrets.token_hex(16))
     try:
-        _prepare_dirs(job_dir, slot.uid)
+        prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
         asm = assemble(job, layout.work)
         plan = (cargo_plan if backend == CARGO else fast_plan)(job, asm, layout, limits)
@@ -96,8 +96,14 @@ def grade_job(
         if slot.memory is not None:
             slot.memory.prepare(limits.run_memory_mb)
         argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
+
         outcome = run_driver(
-            argv, plan.steps, env, asm.nonce, scrub=lambda: _scrub(job_dir.src), kill_step=_step_killer(slot.uid)
+            argv,
+            plan.steps,
+            env,
+            asm.nonce,
+            scrub=between_runs(job_dir, isolation, slot.uid),
+            kill_step=step_killer(slot.uid),
         )
         oom = slot.memory.oom_killed() if slot.memory is not None else False
         result = classify(job, asm, plan, outcome, oom)
@@ -114,15 +120,33 @@ def grade_job(
     )
 
 
+def between_runs(job_dir: JobDir, isolation: Isolation, uid: int | None) -> Callable[[], None]:
+    """The host's part before every run step (``process.driver_script`` asks for it): the sources
+    gone, and what the isolation level must clear so no run finds what an earlier one left."""
+
+    def scrub() -> None:
+        _scrub(job_dir.src)
+        isolation.between_runs(job_dir, uid)
+
+    return scrub
+
+
 def _scrub(src: Path) -> None:
     """Delete every source file (the program, its tests, the hidden tests, the sentinel) before tests
-    run; only the manifests stay, so a test's working directory still looks like a crate."""
-    for path in sorted(src.rglob("*"), reverse=True):
-        if path.is_dir():
+    run; only the manifests stay, so a test's working directory still looks like a crate. It runs
+    again before every later run, when the program has had its turn (where the fallback leaves the
+    directory in its reach): links are removed, never followed, and no process of the slot is left
+    to race it (``rg-run`` kills them after every step)."""
+    for dirpath, dirnames, filenames in os.walk(src, topdown=False):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name != "Cargo.toml" or path.is_symlink():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        for name in dirnames:
+            path = Path(dirpath) / name
             with contextlib.suppress(OSError):
-                path.rmdir()
-        elif path.name != "Cargo.toml":
-            path.unlink()
+                path.unlink() if path.is_symlink() else path.rmdir()
 
 
 def kill_uid(uid: int) -> None:
@@ -130,7 +154,7 @@ def kill_uid(uid: int) -> None:
     subprocess.run([str(runner_path()), "kill-uid", str(uid)], check=False, capture_output=True)
 
 
-def _step_killer(uid: int | None) -> Callable[[], bool] | None:
+def step_killer(uid: int | None) -> Callable[[], bool] | None:
     """Kill only the overdue step's processes (the slot uid's), so the driver goes on to the next step."""
     if uid is None:
         return None
@@ -167,12 +191,22 @@ def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[
             return Status.TIMEOUT, f"step '{name}' exceeded its CPU-time limit ({spec.cpu_s} s)"
         if step.signal == signal.SIGKILL and oom and spec.kind == "run":
             return Status.MEMORY_LIMIT, f"step '{name}' went over the job's memory limit ({spec.memory_mb} MB)"
-        if step.signal == signal.SIGXFSZ:
+        if step.signal == signal.SIGXFSZ or (spec.kind == "compile" and step.exit_code and _file_limit_hit(step)):
             return Status.OUTPUT_LIMIT, f"step '{name}' wrote a file larger than allowed"
         text = step.output[-8192:]
         if step.exit_code and (b"memory allocation of" in text or b"out of memory" in text.lower()):
             return Status.MEMORY_LIMIT, f"step '{name}' ran out of its memory limit ({spec.memory_mb} MB)"
     return None
+
+
+_FILE_LIMIT = ("(os error 27)", "(SIGXFSZ)")  # EFBIG, and a tool (the linker) the limit's signal killed
+
+
+def _file_limit_hit(step: StepOutcome) -> bool:
+    """A compiler that reports the file-size limit as an error of its own: a write that failed with
+    EFBIG, or a tool it ran killed by SIGXFSZ. Read from rustc's messages, never their rendered
+    snippets (those quote the program's text)."""
+    return any(d.level == "error" and any(m in d.message for m in _FILE_LIMIT) for d in parse_diagnostics(step.output))
 
 
 def _suite(
@@ -190,7 +224,7 @@ def _suite(
     run = _ran(outcome, run_name)
     if run is not None:
         try:
-            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected)
+            return parse_test_log(run.output, asm.nonce, run.status, sentinel, expected, asm.prefix)
         except Exception as exc:  # noqa: BLE001 - the program wrote this output: its fault, never a sandbox error
             return SuiteReport(
                 ran=True, failed=max(expected, 1), expected=expected, note=f"unreadable test output ({exc})"

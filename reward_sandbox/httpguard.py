@@ -33,6 +33,7 @@ most 64 KiB of it before pausing the socket), so chunked bodies are bounded too.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -251,8 +252,17 @@ def guarded_protocol(
                 self.transport.abort()
 
         def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to an unparsable request, with our JSON error body instead of its text."""
             responded(400)
-            super().send_400_response(msg)
+            body = json.dumps({"error": f"malformed HTTP request: {msg}"}).encode()
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+            self.transport.close()
 
         def _idle(self) -> bool:
             """Not in the middle of a request: nothing received yet, only part of the headers, or

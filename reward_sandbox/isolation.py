@@ -88,6 +88,11 @@ class Isolation(ABC):
         """Undo what a job could leave on the host."""
         return None
 
+    def between_runs(self, job: JobDir, uid: int | None) -> None:
+        """Before each test run: remove what an earlier run could have left outside the work dir
+        (the driver empties that), so that no run finds another's files."""
+        return None
+
 
 class Bubblewrap(Isolation):
     name = BWRAP
@@ -201,6 +206,18 @@ class RlimitsOnly(Isolation):
         for base in SHARED_WRITABLE:
             _remove_owned_by(Path(base), uid)
 
+    def between_runs(self, job: JobDir, uid: int | None) -> None:
+        """The sources (the runs' working directory) become root's, so no run can write there, and the
+        slot uid's files in the host's shared directories go (the job's own directory stays)."""
+        if uid is None:
+            return
+        for path in [job.src, *job.src.rglob("*")]:
+            if not path.is_symlink():
+                os.chown(path, 0, 0)
+                path.chmod(0o755 if path.is_dir() else 0o644)
+        for base in SHARED_WRITABLE:
+            _remove_owned_by(Path(base), uid, keep=job.root)
+
     def layout(self, job: JobDir, toolchain: Toolchain, memory: SlotMemory | None) -> Layout:
         return Layout(
             src=str(job.src),
@@ -225,11 +242,13 @@ class RlimitsOnly(Isolation):
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 
 
-def _remove_owned_by(base: Path, uid: int) -> None:
-    """Delete everything under ``base`` that ``uid`` owns (without following links)."""
+def _remove_owned_by(base: Path, uid: int, keep: Path | None = None) -> None:
+    """Delete everything under ``base`` that ``uid`` owns (without following links), except ``keep``."""
     if not base.is_dir():
         return
     for dirpath, dirnames, filenames in os.walk(base):
+        if keep is not None:
+            dirnames[:] = [d for d in dirnames if Path(dirpath) / d != keep]
         for name in [*filenames, *dirnames]:
             path = Path(dirpath) / name
             try:

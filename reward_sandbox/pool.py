@@ -24,7 +24,9 @@ from .jobs import InvalidJob, Job
 from .limits import Limits
 from .results import Result, invalid_result
 from .slots import UidLease
+from .soundness import unsound_reason
 from .toolchain import find_toolchain
+from .trait_scope import scope_refusal
 
 log = logging.getLogger("reward_sandbox")
 
@@ -162,13 +164,19 @@ class Grader:
                 if isinstance(item, InvalidJob):
                     raise item
                 job = item if isinstance(item, Job) else Job.from_dict(item, index)
+                if not job.allow_unsafe and (unsound := unsound_reason(job.source)) is not None:
+                    raise InvalidJob(f"job {job.id!r}: {unsound}", job_id=job.id)
+                if job.tests.strip() and (unscoped := scope_refusal(job.source)) is not None:
+                    raise InvalidJob(f"job {job.id!r}: {unscoped}", job_id=job.id)
             except InvalidJob as exc:
                 results[index] = invalid_result(exc.job_id or f"#{index}", str(exc))
                 if on_result:
                     on_result(index, results[index])  # type: ignore[arg-type]
                 continue
             ids[index] = job.id
-            key = job_key(job, self.toolchain.version, self.backend, self.limits, self.level, self.memory_scope)
+            key = job_key(
+                job, self.toolchain.version, self.backend, self.limits, self.level, self.memory_scope, self.batch
+            )
             cached = self.cache.get(key)
             if cached is not None:
                 results[index] = replace(cached, id=job.id, cached=True)

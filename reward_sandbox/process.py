@@ -7,8 +7,9 @@ driver reports ``begin STEP``, ``end STEP RC`` and finally ``done`` on a control
 steps never hold, and ``rg-run`` adds each step's exact exit status, signal, CPU time and peak
 memory there. A driver that never says ``done`` without the host having killed it was stopped
 by something outside the program: that is a sandbox fault, not a verdict.
-The host enforces each step's wall-clock deadline, caps every stream, and kills the whole
-process tree on breach.
+The host enforces each step's wall-clock deadline and caps every stream; on breach it kills the
+step's processes (the driver goes on to the next step), or the whole process tree when it cannot.
+Every test run starts from an emptied work dir (``/tmp``): runs leave nothing for each other.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ HIGH_FD = 100  # above every target descriptor
 @dataclass(frozen=True)
 class Step:
     """One command of the driver, with its own limits. ``when`` is "always" or alternatives joined
-    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0) or
-    ``failed:NAME`` (it ran and did not)."""
+    by ``|``, each a conjunction joined by ``&`` of ``ok:NAME`` (step NAME ran and exited 0),
+    ``failed:NAME`` (it ran and did not) or ``erred:NAME`` (it failed by itself: it was killed
+    neither by SIGKILL, as at its wall-clock deadline, nor for its CPU time, SIGXCPU)."""
 
     name: str
     argv: list[str]
@@ -94,7 +96,12 @@ def _condition(when: str) -> str:
         kind, _, name = term.partition(":")
         if kind == "ok":
             return f'[ "${{rc_{name}:-x}}" = 0 ]'
-        return f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+        failed = f'[ -n "${{rc_{name}:-}}" ] && [ "$rc_{name}" != 0 ]'
+        if kind == "erred":
+            return (
+                f'{failed} && [ "$rc_{name}" != {128 + signal.SIGKILL} ] && [ "$rc_{name}" != {128 + signal.SIGXCPU} ]'
+            )
+        return failed
 
     return " || ".join("{ " + " && ".join(atom(t) for t in alt.split("&")) + "; }" for alt in when.split("|"))
 
@@ -145,6 +152,19 @@ def driver_script(
     if "run" in kinds and "compile" in kinds[kinds.index("run") :]:
         raise ValueError("every compile step must come before the first run step")
     scrubbed = False
+    # Every run starts from a fresh work dir (the sandbox's /tmp and $HOME): only the nonce and the
+    # sealed binaries stay, both root's. A run cannot leave anything for the next one to find, so
+    # the own run shows nothing of the hidden run, and a program's run is the same as its wrong
+    # versions' (own-test credit). The host's own part (the sources again, and in the fallback the
+    # slot uid's files in the host's shared directories) is done when the driver says ``scrub``.
+    keep = {os.path.basename(os.path.dirname(nonce_paths[0]))} | {
+        os.path.basename(os.path.dirname(target)) for _, target in seals
+    }
+    spare = " ".join(f"! -name {shlex.quote(name)}" for name in sorted(keep))
+    fresh = (
+        f"echo scrub >&{CONTROL_FD}; read -r -n 1 -t 60 -u {ACK_FD} _ack || exit 92; "
+        f"find {shlex.quote(layout.work)} -mindepth 1 -maxdepth 1 {spare} -exec rm -rf -- {{}} + || exit 95"
+    )
     for index, step in enumerate(steps):
         fd = FIRST_STEP_FD + index
         argv = list(step.argv)
@@ -170,6 +190,8 @@ def driver_script(
             if layout.memory_cgroup:  # from here on every process is born in the job's memory cgroup
                 lines.append(f"echo 0 > {layout.memory_cgroup} || exit 93")
         body = [f"echo 'begin {step.name}' >&{CONTROL_FD}"]
+        if step.kind == "run":
+            body.insert(0, fresh)
         call = _runner_call(layout, step, uid, argv)
         body.append(f"{call} >&{fd} 2>&{fd}")
         body.append(f'rc_{step.name}=$?; echo "end {step.name} $rc_{step.name}" >&{CONTROL_FD}')
@@ -309,9 +331,12 @@ def run_driver(
                 if len(chunk) > room and not out.truncated:
                     out.truncated = True
                     if not killed:
-                        outcome.overflow_step = step.name
-                        _kill(pid)
-                        killed = True
+                        outcome.overflow_step = outcome.overflow_step or step.name
+                        # only the step's processes when we can: the own run comes first, and its
+                        # flood must not cost the hidden run that follows
+                        if kill_step is None or not kill_step():
+                            _kill(pid)
+                            killed = True
         if killed and time.monotonic() > hard_deadline + 10:
             break  # a stuck pipe holder outside our reach; stop reading
     for key in list(sel.get_map().values()):

@@ -8,12 +8,14 @@
  * The child, before exec:
  *   - gets its rlimits (CPU, address space, stack, processes, file size, open files, no core),
  *   - closes every descriptor but stdin/stdout/stderr,
+ *   - resets every signal's action to the default and unblocks them all (nothing inherited),
  *   - drops to the slot uid with no groups, sets no_new_privs and installs a seccomp filter
  *     that refuses namespace, mount, ptrace, keyring, bpf and similar host-facing calls, and any
  *     socket but a local (AF_UNIX) one.
  *
  * With RG_NO_PROCESSES in its environment (test runs) the child may create threads but no
  * processes and may not exec: its binary is started with execveat, which safe Rust cannot call.
+ * Nor may it replace or close stdin/stdout/stderr, or map memory writable and executable.
  *
  * If the child cannot set itself up (a limit, the uid, the filter, exec), that is the sandbox's fault,
  * not the program's: it says why on a close-on-exec pipe that the program never holds, and the report
@@ -40,6 +42,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -65,12 +68,42 @@ static void die(const char *what) {
     _exit(126);
 }
 
+/* The low 32 bits of a syscall argument (both supported architectures are little-endian) */
+#define ARG_LO(n) (offsetof(struct seccomp_data, args[n]))
+/* syscall nr: its argument n must be a descriptor above 2, else EPERM */
+#define ABOVE_STDIO(nr, n)                                                                                       \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 4), BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(n)),             \
+        BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 2, 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),              \
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+/* syscall nr: its protection argument n may not be writable and executable at once */
+#define NOT_WX(nr, n)                                                                                            \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 5), BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(n)),             \
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_WRITE | PROT_EXEC),                                          \
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_WRITE | PROT_EXEC, 0, 1),                                    \
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
 /* Run steps may start threads but no processes, and exec nothing: a test that could run its own
  * (exec-only) binary again, as a child or in its own place, could run the sentinel alone, read the
- * nonce and forge the whole run. */
+ * nonce and forge the whole run.
+ * Nor may they put another file behind stdin, stdout or stderr (dup2/dup3 onto them, closing them so
+ * the next descriptor lands there), or make memory writable and executable at once (or get a memfd
+ * to map twice): safe Rust never needs either, and an exploit of a compiler soundness hole that
+ * gained arbitrary memory access would need them to put a relay in front of libtest's output or run
+ * code of its own. */
 static void forbid_processes(void) {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__NR_dup2)
+        ABOVE_STDIO(__NR_dup2, 1),
+#endif
+        ABOVE_STDIO(__NR_dup3, 1),
+        ABOVE_STDIO(__NR_close, 0),
+        ABOVE_STDIO(__NR_close_range, 0),
+        NOT_WX(__NR_mmap, 2),
+        NOT_WX(__NR_mprotect, 2),
+        NOT_WX(__NR_pkey_mprotect, 2),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 #if defined(__NR_fork)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fork, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
@@ -129,6 +162,22 @@ static void install_seccomp(void) {
     struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]), .filter = filter};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) die("seccomp");
+}
+
+/* Every signal back to its default action, none blocked: dispositions set to "ignore" and the mask
+ * survive exec, and the host's Python ignores SIGXFSZ and SIGPIPE, so without this a file over the
+ * size limit would be a write error (a compiler's "unknown error") instead of the SIGXFSZ that says
+ * which limit was hit, and a program could inherit a blocked SIGXCPU. */
+static void reset_signals(void) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL); /* glibc's reserved ones refuse: fine */
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) die("sigprocmask");
 }
 
 static void limit2(int resource, rlim_t soft, rlim_t hard) {
@@ -224,7 +273,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(cwd, "-") != 0 && chdir(cwd) != 0) die(cwd);
         install_seccomp();
-        signal(SIGPIPE, SIG_DFL);
+        reset_signals();
         if (getenv("RG_NO_PROCESSES") != NULL) {
             unsetenv("RG_NO_PROCESSES");
             forbid_processes();

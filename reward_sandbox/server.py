@@ -10,7 +10,8 @@ waiting (then 503); a body of at most ``max_request_mb``, counted as it streams 
 body without Content-Length is cut off too (413); a request must arrive within ``read_timeout_s``
 its answers must be read within ``read_timeout_s`` too, at most ``max_pipelined`` requests are
 answered ahead of the client's reading, and at most ``max_connections`` are open (see :mod:`.httpguard`). A malformed request gets a 4xx
-with the reason, a bad record inside a good batch an ``invalid_input`` result. A bearer token,
+with the reason, a bad record inside a good batch an ``invalid_input`` result. Every error body,
+404 and 405 included, is ``{"error": "..."}``. A bearer token,
 from the environment or a file (never the command line), guards /v1/grade and /metrics; the server
 refuses to start without one on a non-loopback address. There are no /docs or /openapi.json.
 SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
@@ -18,16 +19,19 @@ SIGTERM/SIGINT stop accepting work, let running batches finish, then exit.
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import hmac
 import ipaddress
 import json
 import logging
 import re
+import socket
 import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -226,9 +230,27 @@ def create_app(
     holds the counters."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.exceptions import HTTPException as StarletteHTTPException
     from starlette.requests import ClientDisconnect
 
-    api = FastAPI(title="reward-sandbox", version="1", docs_url=None, redoc_url=None, openapi_url=None)
+    async def http_error(_request: Request, exc: Exception) -> Response:
+        """Starlette's 404/405 (``{"detail": ...}``) in the shape of every other error of ours."""
+        code = getattr(exc, "status_code", 500)
+        headers = getattr(exc, "headers", None)
+        return JSONResponse({"error": str(getattr(exc, "detail", "error"))}, status_code=code, headers=headers)
+
+    async def internal_error(_request: Request, _exc: Exception) -> Response:
+        """A bug of ours: the same shape, no details (CountedApp logs them)."""
+        return JSONResponse({"error": "internal server error"}, status_code=500)
+
+    api = FastAPI(
+        title="reward-sandbox",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        exception_handlers={StarletteHTTPException: http_error, Exception: internal_error},
+    )
     state = ServiceState(grader, max_queue, int(max_inflight_mb * 1024 * 1024))
     limit = int(max_request_mb * 1024 * 1024)
     # JSON is parsed here, off the event loop, so /healthz and other connections keep being served
@@ -336,7 +358,20 @@ def make_server(
         timeout_graceful_shutdown=300,
         h11_max_incomplete_event_size=16 * 1024,  # request line + headers
     )
-    return uvicorn.Server(config)
+
+    class Server(uvicorn.Server):  # type: ignore[misc]  # uvicorn.* is untyped here
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """uvicorn's, less its re-raising of SIGTERM/SIGINT after the graceful shutdown: that
+            killed the process before ``serve`` closed the grader, and a clean `docker stop` read as
+            death by signal (exit 143). Running batches still finish first."""
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    getattr(self, "_captured_signals", []).clear()
+
+    return Server(config)
 
 
 def fit_to_file_limit(options: ServerOptions, workers: int) -> ServerOptions:
@@ -361,6 +396,25 @@ def fit_to_file_limit(options: ServerOptions, workers: int) -> ServerOptions:
     reserve = 64 + 16 * workers + 2 * backlog  # listening socket, logs, each worker's sandbox pipes, accepts in flight
     cap = max(8, min(options.max_connections, soft - reserve))
     return dataclasses.replace(options, max_connections=cap, backlog=backlog)
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (``port`` 0: any free one), made before the grader starts and
+    before "serving on" is printed, so that a port in use or an address this machine does not have
+    is one line and exit 2 instead of uvicorn's error after the banner. uvicorn listens on it."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot resolve the host {host!r} ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no conflict
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def server_token(args: argparse.Namespace) -> str | None:
@@ -404,7 +458,23 @@ def serve(args: argparse.Namespace) -> int:
         max_inflight_mb=getattr(args, "max_inflight_mb", ServerOptions.max_inflight_mb),
         max_per_ip=getattr(args, "max_connections_per_ip", ServerOptions.max_per_ip),
     )
-    grader = open_grader(settings_from_args(args))
+    if options.max_queue < options.max_batch:
+        print(
+            f"reward-sandbox: --max-queue {options.max_queue} is below --max-batch {options.max_batch}:"
+            " a full batch could never be queued",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        sock = listen_socket(args.host, args.port)
+    except OSError as exc:
+        print(f"reward-sandbox: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        grader = open_grader(settings_from_args(args))
+    except BaseException:
+        sock.close()
+        raise
     assert isinstance(grader, Grader)
     fitted = fit_to_file_limit(options, grader.workers)
     if fitted.max_connections < options.max_connections:
@@ -414,14 +484,17 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     options = fitted
-    server = make_server(grader, token, options, args.host, args.port)
+    port = int(sock.getsockname()[1])
+    server = make_server(grader, token, options, args.host, port)
+    where = f"[{args.host}]" if ":" in args.host else args.host
     print(
-        f"reward-sandbox: serving on http://{args.host}:{args.port} (isolation={grader.level}, workers={grader.workers},"
+        f"reward-sandbox: serving on http://{where}:{port} (isolation={grader.level}, workers={grader.workers},"
         f" auth={'bearer' if token else 'none'})",
         file=sys.stderr,
     )
     try:
-        server.run()
+        server.run(sockets=[sock])
     finally:
         grader.close()  # running batches finish first
+        sock.close()
     return 0

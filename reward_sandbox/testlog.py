@@ -1,6 +1,16 @@
 """Count test results from libtest's own JSON event stream, and refuse to trust a forged one.
 
+The stream is read as libtest wrote it: one event per line, lines split on ``\\n`` only (libtest
+never writes another line break outside a JSON string, and inside one any other break, U+2028
+or ``\\r`` included, is part of the string). A line holding a ``{`` must be exactly one event of
+a shape libtest writes (its keys, their types, no key twice, nothing before or after it): text
+a program writes without a newline runs into libtest's next line, and a line that is not one
+clean event is tampering, whatever it seems to say. A line without ``{`` is the program's own
+text (a direct write to stdout or stderr): it can neither be nor hide an event, so it is only
+kept for a person to read.
+
 A run is trusted only if all of these hold:
+- no line is tampering (above);
 - the first suite event announces N tests, and exactly N distinct tests each have one
   ``started`` and one result event;
 - the sentinel (the last test by name) printed this run's secret nonce, once, after every
@@ -21,6 +31,7 @@ from typing import Any
 from .results import SuiteReport, TestCounts
 
 _RESULT_EVENTS = {"ok": "passed", "failed": "failed", "ignored": "ignored"}
+_COUNTS = ("passed", "failed", "ignored", "measured", "filtered_out")
 
 
 @dataclass
@@ -32,41 +43,43 @@ class _Test:
 
 
 def parse_test_log(
-    output: bytes, nonce: str, exit_code: int | None, sentinel_test: str, expected: int = 0
+    output: bytes, nonce: str, exit_code: int | None, sentinel_test: str, expected: int = 0, prefix: str = ""
 ) -> tuple[SuiteReport, str]:
     """The suite's report and the text a person should see (panic messages, crash notes).
-    ``exit_code`` is the process's real exit status (None when a signal ended it)."""
-    text = output.decode(errors="replace")
-    marker = f"RG_SENTINEL_{nonce}"
+    ``exit_code`` is the process's real exit status (None when a signal ended it). ``prefix``
+    (a batch: the program's module path) starts every test name of the run; it is dropped, so the
+    names are those of a run alone, and a test without it was not the program's to report."""
     tests: dict[str, _Test] = {}
     announced: int | None = None
     suite_end: dict[str, Any] | None = None
     nonce_positions: list[int] = []
     problems: list[str] = []
     readable: list[str] = []  # what a person should see: panic messages, crash notes
-    for position, event in _events(text, marker, nonce_positions, readable):
-        kind, what = event.get("type"), event.get("event")
+    for position, event in _events(output, f"RG_SENTINEL_{nonce}".encode(), nonce_positions, readable, problems):
+        kind, what = event["type"], event["event"]
         if kind == "suite":
-            if what == "started" and announced is None:
-                count = event.get("test_count")
-                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                    problems.append("a malformed suite event")
-                    continue
-                announced = count
-            elif what in ("ok", "failed"):
+            if what == "started":
+                if announced is not None:
+                    problems.append("more than one suite start")
+                announced = event["test_count"]
+            else:
                 if suite_end is not None:
                     problems.append("more than one suite result")
                 suite_end = event
-        elif kind == "test" and isinstance(event.get("name"), str):
-            t = tests.setdefault(event["name"], _Test())
-            if what == "started":
-                t.started += 1
-            elif what in _RESULT_EVENTS:
-                if what == "failed" and event.get("stdout"):
-                    readable.append(f"---- {event['name']} ----\n{str(event['stdout']).strip()}")
-                t.results += 1
-                t.outcome = _RESULT_EVENTS[what]
-                t.position = position
+            continue
+        name: str = event["name"]
+        if not name.startswith(prefix):
+            problems.append("a test of another program")
+            continue
+        t = tests.setdefault(name[len(prefix) :], _Test())
+        if what == "started":
+            t.started += 1
+        else:
+            if what == "failed" and event.get("stdout"):
+                readable.append(f"---- {name[len(prefix) :]} ----\n{str(event['stdout']).strip()}")
+            t.results += 1
+            t.outcome = _RESULT_EVENTS[what]
+            t.position = position
 
     user_tests = {name: t for name, t in tests.items() if name != sentinel_test}
     failures = tuple(sorted(name for name, t in user_tests.items() if t.outcome == "failed"))
@@ -84,8 +97,10 @@ def parse_test_log(
     counts = _count(user_tests.values())
     if suite_end is None:
         problems.append("no suite result")
-    elif (suite_end.get("passed"), suite_end.get("failed")) != (counts.passed + 1, counts.failed) or any(
-        isinstance(suite_end.get(k), bool) for k in ("passed", "failed")
+    elif (suite_end["passed"], suite_end["failed"], suite_end["ignored"]) != (
+        counts.passed + 1,
+        counts.failed,
+        counts.ignored,
     ):
         problems.append("suite totals disagree with the per-test results")
     expected_exit = 0 if counts.failed == 0 else 101
@@ -120,59 +135,71 @@ def parse_test_log(
     return report, readable_text
 
 
-_DECODER = json.JSONDecoder()
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key twice")
+    return found
 
 
-class UnreadableOutput(ValueError):
-    """Output built to make parsing slow: the run is not trusted (the program wrote it)."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON libtest writes")
 
 
-MAX_FAILED_DECODES = 2000  # per run: `{` after `{` that never closes must not cost quadratic time
+def _count_field(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _line_objects(line: str, budget: list[int]) -> tuple[list[dict[str, Any]], str]:
-    """Every JSON object in ``line``, and the text around them. libtest writes each event as a whole
-    line, so an event always ends its line: text the program wrote before it, even an unclosed
-    ``{``, cannot hide it, and a forged event beside it is seen as one more."""
-    found: list[dict[str, Any]] = []
-    rest: list[str] = []
-    pos = 0
-    while pos < len(line):
-        start = line.find("{", pos)
-        if start < 0:
-            rest.append(line[pos:])
-            break
-        try:
-            obj, end = _DECODER.raw_decode(line, start)
-        except (ValueError, RecursionError):  # the program can print anything, nested 100k deep too
-            budget[0] -= 1
-            if budget[0] <= 0:
-                raise UnreadableOutput from None
-            rest.append(line[pos : start + 1])
-            pos = start + 1
-            continue
-        rest.append(line[pos:start])
-        if isinstance(obj, dict):
-            found.append(obj)
-        pos = end
-    return found, "".join(rest).strip()
+def _text_fields(event: dict[str, Any], optional: dict[str, type | tuple[type, ...]]) -> bool:
+    return all(isinstance(event[k], t) and not isinstance(event[k], bool) for k, t in optional.items() if k in event)
+
+
+def libtest_event(line: bytes) -> dict[str, Any] | None:
+    """``line`` as the one event libtest wrote, or None when it is not exactly one event of a
+    shape libtest writes (``--format json``: suite start and end, test start and result)."""
+    if not (line.startswith(b"{") and line.endswith(b"}")):
+        return None
+    try:
+        event = json.loads(line.decode(), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(event, dict):
+        return None
+    kind, what, keys = event.get("type"), event.get("event"), set(event)
+    if kind == "suite" and what == "started":
+        ok = keys == {"type", "event", "test_count"} and _count_field(event["test_count"])
+    elif kind == "suite" and what in ("ok", "failed"):
+        ok = {"type", "event", *_COUNTS} <= keys <= {"type", "event", *_COUNTS, "exec_time"}
+        ok = ok and all(_count_field(event[k]) for k in _COUNTS) and _text_fields(event, {"exec_time": (int, float)})
+    elif kind == "test" and what == "started":
+        ok = keys == {"type", "event", "name"} and isinstance(event["name"], str)
+    elif kind == "test" and what in _RESULT_EVENTS:
+        ok = {"type", "event", "name"} <= keys <= {"type", "event", "name", "stdout", "message", "exec_time"}
+        ok = ok and isinstance(event["name"], str)
+        ok = ok and _text_fields(event, {"stdout": str, "message": str, "exec_time": (int, float)})
+    else:
+        ok = False
+    return event if ok else None
 
 
 def _events(
-    text: str, marker: str, nonce_positions: list[int], readable: list[str]
+    output: bytes, marker: bytes, nonce_positions: list[int], readable: list[str], problems: list[str]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line position, event) for every JSON object on stdout; records where the nonce line is."""
-    budget = [MAX_FAILED_DECODES]
-    for position, raw in enumerate(text.splitlines()):
-        line = raw.strip()
+    """(line position, event) for every event line; records where the nonce line is, keeps the
+    program's own lines for a person, and notes tampering in ``problems``."""
+    for position, line in enumerate(output.split(b"\n")):
         if line == marker:
             nonce_positions.append(position)
-            continue
-        objects, other = _line_objects(line, budget)
-        if other:
-            readable.append(other)
-        for obj in objects:
-            yield position, obj
+        elif b"{" not in line:
+            text = line.decode(errors="replace").strip()
+            if text:
+                readable.append(text)
+        elif (event := libtest_event(line)) is not None:
+            yield position, event
+        else:
+            if "a line that is not one libtest event" not in problems:
+                problems.append("a line that is not one libtest event")
+            readable.append(line.decode(errors="replace").strip()[:2000])
 
 
 def _count(tests: Iterable[_Test]) -> TestCounts:

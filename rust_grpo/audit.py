@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from reward_sandbox.rustlex import LexError, code_only
 
+from .paths import exit_paths
+
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _ASSERT = re.compile(r"\b(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne)!\s*[\(\[\{]")
 _DEFINED = re.compile(r"\b(?:fn|struct|enum|trait|type|const|static|union)\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -22,7 +24,6 @@ _TEST_FN = re.compile(
     r"#\[test\]\s*((?:#\[[^\]]*\]\s*)*)(?:pub\s+)?(?:async\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)\s*\([^)]*\)[^{]*\{"
 )
 _CFG_TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{")
-_EXITS = re.compile(r"\b(?:process::exit|process::abort|std::process::exit|libc::_?exit)\b|\bexit\s*\(\s*0\s*\)")
 _MACRO_HIJACK = re.compile(r"macro_rules!\s*(assert|assert_eq|assert_ne|panic|debug_assert\w*)\b")
 _KEYWORDS = {
     "let",
@@ -96,10 +97,12 @@ class CodeAudit:
         return {t.name for t in self.tests if t.meaningful}
 
 
-def strip_comments_and_strings(code: str) -> str:
-    """Blank out comments and string/char literals (keeping length, newlines and the literals'
-    delimiters), so that brace matching and identifier scans see only code. Text that is not
-    lexically valid Rust cannot compile, so it earns no test credit: it comes back all blank."""
+def code_view(code: str) -> str:
+    """The one view of a program that every static check here reads (the audit, the wrong versions
+    of ``mutants.py``, the test-module rewards): the sandbox's own lexer (``rustlex``) blanks comments
+    and string/char literals, keeping length, newlines and the literals' delimiters, so brace
+    matching and identifier scans see only code, as rustc does. Text that is not lexically valid
+    Rust cannot compile, so it earns no test credit: it comes back all blank."""
     try:
         return code_only(code, keep_delimiters=True)
     except LexError:
@@ -164,7 +167,7 @@ def _is_literal(arg: str) -> bool:
 
 def audit_code(code: str) -> CodeAudit:
     """Audit a program: which of its own tests are meaningful, and does it try to cheat."""
-    clean = strip_comments_and_strings(code)
+    clean = code_view(code)
     test_spans = []
     for m in _CFG_TEST_MOD.finditer(clean):
         test_spans.append((m.start(), matching_brace(clean, m.end() - 1)))
@@ -181,7 +184,7 @@ def audit_code(code: str) -> CodeAudit:
     )
     flags = []
     non_test = "".join(c if not in_tests(i) else " " for i, c in enumerate(clean))
-    if _EXITS.search(non_test):
+    if exit_paths(code, lambda pos: not in_tests(pos)):  # same offsets as the code view
         flags.append("exits the process")
     if _MACRO_HIJACK.search(clean):
         flags.append("redefines an assert macro")

@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from reward_sandbox.cliargs import float_in, int_at_least
+from reward_sandbox.cliargs import float_in, int_at_least, int_in
 
 from .config import load_run_config
 from .progress import command_grader
@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     p.add_argument(
         "--repair-turns",
-        type=int_at_least(1),
+        type=int_in(1, 8),
         default=1,
         metavar="N",
         help="answers per sample: failing answers get the sandbox's feedback and answer again, up to N "

@@ -74,7 +74,7 @@ def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
                 prompt=prompt + f"\n\nImplement the library crate `{crate}` (src/lib.rs).",
                 signature=stub.read_text() if stub.exists() else "",
                 solution=example.read_text(),
-                tests=tests[0].read_text(),
+                tests=name_stub_traits(tests[0].read_text(), stub.read_text() if stub.exists() else "", crate),
                 test_mode="integration",
                 crate_name=crate,
                 include_ignored=True,
@@ -94,6 +94,7 @@ def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
         if record.get("cargo_toml")
         else "2021"
     )
+    crate = record.get("crate_name", record["slug"]).replace("-", "_")
     return Problem(
         edition=str(edition),
         opt_level=2 if record.get("test_in_release_mode") else 0,
@@ -101,13 +102,29 @@ def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
         prompt=record["prompt"],
         signature=record.get("stub", ""),
         solution=record.get("solution", ""),
-        tests=record["tests"],
+        tests=name_stub_traits(record["tests"], record.get("stub", ""), crate),
         test_mode="integration",
-        crate_name=record.get("crate_name", record["slug"]).replace("-", "_"),
+        crate_name=crate,
         include_ignored=True,
         # the reference needs `unsafe` (a linked list, a ring buffer): this row's answers may use it too
         allow_unsafe=_uses_unsafe(record.get("solution", "")),
     )
+
+
+def name_stub_traits(tests: str, stub: str, crate: str) -> str:
+    """``tests`` importing by name each trait the exercise's ``stub`` declares that they call without
+    naming it: the hidden tests see only the program traits they name (``reward_sandbox.trait_scope``),
+    and an exercise such as luhn-trait calls ``"059".valid_luhn()`` through its glob import alone."""
+    from reward_sandbox.rustlex import inner_attributes_end
+    from reward_sandbox.trait_scope import program_traits
+
+    named = set(re.findall(r"[A-Za-z_]\w*", tests))
+    missing = sorted(program_traits(stub) - named)
+    if not missing:
+        return tests
+    at = inner_attributes_end(tests)
+    line = f"#[allow(unused_imports)] use {crate}::{{{', '.join(missing)}}};\n"
+    return tests[:at] + ("\n" if at and not tests[:at].endswith("\n") else "") + line + tests[at:]
 
 
 def _uses_unsafe(code: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .audit import matching_brace, strip_comments_and_strings
+from .audit import code_view, matching_brace
 
 _FN = re.compile(r"\bfn\s+[A-Za-z_][A-Za-z0-9_]*")
 _CFG_TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:pub\s+)?mod\s+[A-Za-z_][A-Za-z0-9_]*\s*\{")
@@ -42,7 +42,7 @@ def body_start(code: str, start: int) -> int | None:
 
 def replace_bodies(code: str, body: str) -> str:
     """``code`` with every outermost function body outside the tests replaced by ``body``."""
-    clean = strip_comments_and_strings(code)
+    clean = code_view(code)
     test_spans = [(m.start(), matching_brace(clean, m.end() - 1)) for m in _CFG_TEST_MOD.finditer(clean)]
     out, pos = [], 0
     for m in _FN.finditer(clean):

@@ -70,8 +70,8 @@ def _what_went_wrong(e: Evaluation) -> str:
     if r is None:
         problems = "; ".join(e.parsed.problems) or "no code"
         return f"No code was graded: {problems}. Put the program in exactly one ```rust block."
-    if r.status is Status.INVALID_INPUT:
-        return "The code could not be graded (it holds characters a Rust source file cannot, such as NUL)."
+    if r.status is Status.INVALID_INPUT:  # about the program's own text (a NUL byte, a soundness hole)
+        return f"The code could not be graded: {r.reason.split(': ', 1)[-1]}."
     if e.hacked:
         return "The code exits the process, aborts or defines assertion macros; such answers earn no test reward."
     if not r.build.ok:

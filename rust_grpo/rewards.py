@@ -23,7 +23,7 @@ from reward_sandbox import GraderLike, InvalidJob, Job, Result, Status, TestMode
 from reward_sandbox.results import invalid_result
 
 from .answer_format import THINK, AnswerFormat
-from .audit import CodeAudit, audit_code, matching_brace
+from .audit import CodeAudit, audit_code, code_view, matching_brace
 from .data import Problem, problem_from_columns
 from .mutants import BODIES, replace_bodies
 from .parsing import ParsedCompletion, completion_text, parse_completion
@@ -55,23 +55,30 @@ class Evaluation:
     has_hidden: bool
     mutant_results: tuple[Result, ...] = ()  # the same own tests on wrong versions of the program
     format_ok: bool = False  # follows the run's answer format (see answer_format.py)
+    # the program's own tests graded as its wrong versions are (alone, no hidden tests), when its
+    # first grading could differ from theirs in what a test can observe (it came from a batch)
+    own_result: Result | None = None
 
     @property
     def unknown(self) -> bool:
         """The sandbox could not grade this completion (its fault, not the program's)."""
-        results = ([self.result] if self.result is not None else []) + list(self.mutant_results)
+        results = [r for r in (self.result, self.own_result) if r is not None] + list(self.mutant_results)
         return any(r.status is Status.SANDBOX_ERROR for r in results)
 
     @property
     def catching_tests(self) -> frozenset[str]:
         """Own tests that pass on the program, fail on every wrong version of it that built (at least
-        one did), and that the audit finds meaningful: the tests that would catch a bug."""
-        if self.result is None or self.audit is None or self.hacked or not self.result.tests.own.trusted:
+        one did), and that the audit finds meaningful: the tests that would catch a bug. The program's
+        run and its wrong versions' runs are alike in all a test can observe but the code (command
+        line, environment, files, order: ``reward_sandbox/backends.py``), so a test that sniffs the
+        run instead of checking the code passes or fails on all of them alike."""
+        reference = self.own_result or self.result
+        if reference is None or self.audit is None or self.hacked or not reference.tests.own.trusted:
             return frozenset()
         built = [m for m in self.mutant_results if m.build.ok and m.tests.own.ran]
         if not built:
             return frozenset()
-        caught = self.audit.meaningful_names() & set(self.result.tests.own.passes)
+        caught = self.audit.meaningful_names() & set(reference.tests.own.passes)
         for mutant in built:
             caught -= set(mutant.tests.own.passes) if mutant.tests.own.trusted else caught
         return frozenset(caught)
@@ -172,6 +179,15 @@ class RewardContext:
             i for i, r in results.items() if r.tests.own.passed and (audit := audits[i]) is not None and audit.tests
         ]
         mutant_results: dict[tuple[int, str], Result] = {}
+        # A batched run differs from a run alone in what a test can see (std linked dynamically, the
+        # batch's filter): those programs' own tests are graded again as their wrong versions are,
+        # alongside the first of them.
+        again: dict[Any, Job | InvalidJob] = {
+            (i, "program"): self._mutant_job(programs[i], parsed[i].code or "", f"{i}:program")
+            for i in owners
+            if "batch" in results[i].measures
+        }
+        own_results: dict[int, Result] = {}
         for kind in BODIES:
             round_jobs: dict[Any, Job | InvalidJob] = {
                 (i, kind): self._mutant_job(
@@ -179,7 +195,10 @@ class RewardContext:
                 )
                 for i in owners
             }
-            mutant_results.update(self._grade_jobs(round_jobs))
+            graded = self._grade_jobs({**round_jobs, **again})
+            own_results.update({i: graded.pop((i, "program")) for i, _ in again})
+            again = {}
+            mutant_results.update(graded)
             owners = [
                 i
                 for i in owners
@@ -194,6 +213,7 @@ class RewardContext:
                 result=results.get(i),
                 has_hidden=bool(rows[i].tests.strip()),
                 mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i),
+                own_result=own_results.get(i),
                 format_ok=self.answer_format.follows(p),
             )
             for i, p in enumerate(parsed)
@@ -207,12 +227,11 @@ class RewardContext:
 
     @staticmethod
     def _mutant_job(program: Job | InvalidJob, source: str, job_id: str) -> Job | InvalidJob:
-        """The program's job with a wrong version of its code and only its own tests."""
+        """The program's job with a wrong version of its code and only its own tests, with the program's
+        own run's flags (``include_ignored`` included: the command lines must match)."""
         if isinstance(program, InvalidJob):
             return program
-        return dataclasses.replace(
-            program, id=job_id, source=source, tests="", test_mode=TestMode.UNIT, include_ignored=False
-        )
+        return dataclasses.replace(program, id=job_id, source=source, tests="", test_mode=TestMode.UNIT)
 
     def _grade_jobs(self, jobs: dict[Any, Job | InvalidJob]) -> dict[Any, Result]:
         """Grade ``jobs`` in one parallel pass; a grader that fails turns them all into sandbox errors.
@@ -258,13 +277,9 @@ def format_reward(e: Evaluation, _min_tests: int) -> float:
 
 
 def _test_module(code: str) -> str | None:
-    """The text of the program's ``#[cfg(test)] mod`` (comments and strings blanked), if any."""
-    from reward_sandbox.rustlex import LexError, code_only
-
-    try:
-        clean = code_only(code)
-    except LexError:
-        return None
+    """The text of the program's ``#[cfg(test)] mod`` (found in the code view: not in comments or
+    strings), if any."""
+    clean = code_view(code)
     match = _TEST_MOD.search(clean)
     if match is None:
         return None

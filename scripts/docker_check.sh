@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Build the CPU image without a Docker daemon and grade a few jobs inside it.
+# Build the CPU image without a Docker daemon and run what it advertises inside it:
+# `reward-sandbox check` and `run` (a few jobs), `rust-grpo score` with its PNG report (and no torch
+# in the image), and the default command `reward-sandbox serve` (refused without a token; with one:
+# /healthz, one job graded over HTTP, a clean stop on SIGTERM). See scripts/docker_check_in_image.py.
 #  - base image: a Debian bookworm made here by debootstrap (no registry needed);
 #  - Rust: the `rust` stage is replaced (--build-context) by this machine's toolchain, trimmed;
 #  - build and run: buildah with the vfs storage driver and chroot isolation (works as root, no daemon).
-# Needs: apt-get install buildah debootstrap. Leaves its work in build/docker-check.
+# Needs buildah and debootstrap (installed here when run as root on Debian). Leaves its work in
+# build/docker-check. The serve check listens on port 8808 of this machine (chroot: no own network).
 set -euo pipefail
 if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null; then
-  [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah debootstrap >/dev/null || { echo "needs buildah and debootstrap"; exit 1; }
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "docker-check needs buildah and debootstrap: as root, apt-get install buildah debootstrap" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || echo "apt-get update failed; installing from the package lists already here" >&2
+  apt-get install -y -qq --no-install-recommends buildah debootstrap >/dev/null
 fi
 cd "$(dirname "$0")/.."
 work=${WORK:-build/docker-check}
@@ -46,6 +56,7 @@ JOBS
 ctr=$("${B[@]}" from localhost/rust-grpo:cpu)
 trap '"${B[@]}" rm "$ctr" >/dev/null 2>&1 || true' EXIT
 "${B[@]}" copy "$ctr" "$work/jobs.jsonl" /tmp/jobs.jsonl
+"${B[@]}" copy "$ctr" scripts/docker_check_in_image.py /tmp/check.py
 "${B[@]}" run --isolation chroot "$ctr" -- reward-sandbox check
 "${B[@]}" run --isolation chroot "$ctr" -- reward-sandbox run -i /tmp/jobs.jsonl -o /home/grader/results.jsonl --no-cache
 "${B[@]}" run --isolation chroot "$ctr" -- python3 -c '
@@ -55,5 +66,12 @@ got = {k: v["status"] for k, v in r.items()}
 want = {"ok": "ok", "fails": "test_failure", "broken": "compile_error", "exit-hack": "test_failure"}
 print("statuses:", got, "isolation:", {v["isolation"] for v in r.values()})
 assert got == want, (got, want)
-print("docker-check ok")
+print("run ok")
 '
+R=("${B[@]}" run --isolation chroot "$ctr" --)
+"${R[@]}" python3 /tmp/check.py no-torch
+"${R[@]}" python3 /tmp/check.py score /app/data/demo.jsonl /app/runs/score-check
+cmd=$("${B[@]}" inspect --type image localhost/rust-grpo:cpu | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["OCIv1"]["config"]["Cmd"]))')
+echo "default command: $cmd"
+"${R[@]}" python3 /tmp/check.py serve "$cmd"
+echo "docker-check ok"

@@ -381,8 +381,10 @@ pub fn forge() {
         "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn wrong() { assert_eq!(answer(2), 5); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_exit() { std::process::exit(0); }\n}\n",
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_spin() { loop { std::hint::black_box(0); } }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use std::io::Write;\n    #[test]\n"
+        "    fn a_flood() { loop { let _ = std::io::stdout().write_all(&[b'x'; 4096]); } }\n}\n",
     ],
-    ids=["does-not-compile", "fails", "exits", "loops"],
+    ids=["does-not-compile", "fails", "exits", "loops", "floods"],
 )
 def test_the_programs_own_tests_never_cost_the_hidden_verdict(strict_grader, own_tests):
     r = grade_one(strict_grader, source=RIGHT + own_tests, tests=HIDDEN, timeout_s=1.5)
@@ -400,7 +402,7 @@ def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
         '{ "type": "test", "event": "started", "name": "z::done" }',
         "RG_SENTINEL_n",
         '{ "type": "test", "name": "z::done", "event": "ok" }',
-        '{ "type": "suite", "event": "ok", "passed": 2, "failed": 0 }',
+        '{ "type": "suite", "event": "ok", "passed": 2, "failed": 0, "ignored": 0, "measured": 0, "filtered_out": 0 }',
     ]
     report, _ = parse_test_log("\n".join(events).encode(), "n", 0, "z::done", expected=2)
     assert report.trusted and report.passed == 1 and not report.ok
@@ -412,10 +414,13 @@ def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
 
 
 def test_memory_is_limited_for_the_job_as_a_whole(strict_grader):
-    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files and a
-    400 MB vector each fit their own limit (disk, RLIMIT_AS), together they must not pass 512 MB."""
+    """Files in the job's tmpfs and the test process's heap share one limit: 250 MB of files (five,
+    each under the file-size limit) and a 400 MB vector each fit their own limit (disk, RLIMIT_AS),
+    together they must not pass 512 MB."""
     body = """
-        std::fs::write("/tmp/big", vec![1u8; 250 << 20]).unwrap();
+        for i in 0..5 {
+            std::fs::write(format!("/tmp/big{i}"), vec![1u8; 50 << 20]).unwrap();
+        }
         let v = vec![7u8; 400 << 20];
         assert!(v.iter().step_by(4096).all(|&b| b == 7));
     """
@@ -744,10 +749,15 @@ mod tests {
     assert r.status is Status.OK and r.tests.hidden.passed == 3, (r.reason, r.output_tail)
 
 
-def test_a_direct_write_without_a_newline_does_not_break_the_count(strict_grader):
-    source = 'use std::io::Write;\npub fn answer(x: i32) -> i32 {\n    let _ = std::io::stdout().write_all(b"partial");\n    x * 2\n}\n'
-    r = grade_one(strict_grader, source=source, tests=HIDDEN)
+def test_a_direct_write_is_the_programs_text_but_one_that_runs_into_libtests_line_is_tampering(strict_grader):
+    """A whole line written straight to stdout is only text; text without a newline runs into
+    libtest's next event line, which then is not one event: never trusted, whatever it says."""
+    source = 'use std::io::Write;\npub fn answer(x: i32) -> i32 {\n    let _ = std::io::stdout().write_all(b"WRITE");\n    x * 2\n}\n'
+    r = grade_one(strict_grader, source=source.replace("WRITE", "a line\\n"), tests=HIDDEN)
     assert r.status is Status.OK and r.tests.hidden.passed == 2, (r.reason, r.output_tail)
+    r = grade_one(strict_grader, source=source.replace("WRITE", "partial"), tests=HIDDEN)
+    assert r.status is Status.TEST_FAILURE and not r.tests.hidden.trusted and r.tests.hidden.passed == 0
+    assert "not one libtest event" in r.reason
 
 
 SWALLOW_EVENTS = r"""

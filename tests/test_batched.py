@@ -267,6 +267,9 @@ def test_attacks_inside_a_batch_change_no_verdict(batched, single, attack):
 def test_programs_that_cannot_move_into_a_module_are_graded_alone():
     for source, why in [
         ("#![no_std]\npub fn f() {}", "inner attribute"),
+        ("#![allow(dead_code)]\npub fn f() {}", "inner attribute"),
+        ("#[allow(long_running_const_eval)]\nconst X: u8 = 0;", "`long_running_const_eval`"),
+        ('#![recursion_limit = "9999"]\npub fn f() {}', "inner attribute"),
         ("use crate::x;", "crate path"),
         ("use super::*;\npub fn f() {}", "super path"),
         ("#[macro_export]\nmacro_rules! m { () => {} }", "macro_export"),
@@ -274,7 +277,4 @@ def test_programs_that_cannot_move_into_a_module_are_graded_alone():
         ("pub fn f() -> &'static str { module_path!() }", "module_path"),
     ]:
         assert why.split()[0] in (alone_reason(Job(id="x", source=source, tests="#[test] fn t() {}")) or ""), source
-    assert (
-        alone_reason(Job(id="x", source="#![allow(dead_code)]\npub(crate) fn f() {}", tests="#[test] fn t() {}"))
-        is None
-    )
+    assert alone_reason(Job(id="x", source="pub(crate) fn f() {}", tests="#[test] fn t() {}")) is None

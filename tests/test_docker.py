@@ -1,11 +1,21 @@
-"""Static checks of the container files (the image itself is built by `make docker-check`)."""
+"""The container files: static checks, and what the CPU image's commands do, run here with this
+checkout (the image itself is built and exercised by `make docker-check`)."""
 
+import json
+import os
+import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 from .conftest import ROOT
+
+
+def cpu_stage() -> str:
+    text = (ROOT / "Dockerfile").read_text()
+    return text[text.index("AS cpu") : text.index("AS gpu")]
 
 
 def test_dockerfile_is_hadolint_clean():
@@ -40,3 +50,65 @@ def test_compose_points_the_trainer_at_the_vllm_server_when_asked():
     )
     args = grpo_args(cfg, [1.0] * 7)
     assert (args.vllm_mode, args.vllm_server_host, args.vllm_server_port) == ("server", "vllm", 8000)
+
+
+def test_the_cpu_image_installs_what_score_reports_need_and_no_torch():
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("matplotlib") for r in extras["report"])
+    assert not any(r.startswith(("torch", "transformers", "trl")) for r in extras["report"] + extras["serve"])
+    install = re.search(r'pip install [^\n]*"\.\[([a-z,]+)\]"', cpu_stage())
+    assert install is not None and set(install.group(1).split(",")) == {"serve", "report"}
+    assert "-c constraints.txt" in cpu_stage()
+
+
+def test_the_mount_points_belong_to_the_image_users():
+    text = (ROOT / "Dockerfile").read_text()
+    gpu = text[text.index("AS gpu") :]
+    assert "mkdir -p /app/runs && chown 10001:10001 /app/runs" in cpu_stage()
+    assert "mkdir -p /app/runs /cache/hf" in gpu and "chown -R 10001:10001 /app /cache/hf" in gpu
+    assert "chown 10001 runs" in (ROOT / "docker-compose.yml").read_text()  # the bind mount, documented
+
+
+def default_command() -> list[str]:
+    cmd = re.search(r"^CMD (\[.*\])$", cpu_stage(), re.MULTILINE)
+    assert cmd is not None
+    return list(json.loads(cmd.group(1)))
+
+
+def test_the_default_command_listens_on_every_address_and_demands_a_token():
+    """`docker run -p 8808:8808` must reach it, so not loopback; without a token: one line, exit 2."""
+    cmd = default_command()
+    assert cmd[:2] == ["reward-sandbox", "serve"] and cmd[cmd.index("--host") + 1] == "0.0.0.0"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARD_SANDBOX_TOKEN")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "reward_sandbox.cli", *cmd[1:]], env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("reward-sandbox: refusing to serve on 0.0.0.0 without a bearer token (set ")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.cargo
+def test_score_writes_its_png_report_without_torch(tmp_path):
+    """What the CPU image runs: `rust-grpo score` with the training libraries made unimportable."""
+    pytest.importorskip("matplotlib")
+    problems = [json.loads(line) for line in (ROOT / "data" / "demo.jsonl").read_text().splitlines()[:2]]
+    (tmp_path / "problems.jsonl").write_text("".join(json.dumps(p) + "\n" for p in problems))
+    answers = [{"problem_id": p["id"], "code": p["solution"]} for p in problems]
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    blocked = "import sys\nfor name in ('torch', 'transformers', 'trl', 'peft', 'accelerate', 'datasets'):\n"
+    blocked += "    sys.modules[name] = None\nfrom rust_grpo.cli import main\n"
+    blocked += "sys.exit(main(['score', 'answers.jsonl', '--dataset', 'problems.jsonl', '--out', 'out', '-q']))\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", blocked], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "report.png").read_bytes().startswith(b"\x89PNG")
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["rates"]["hidden_tests"] == 1.0

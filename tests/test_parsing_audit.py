@@ -1,6 +1,6 @@
 import pytest
 
-from rust_grpo.audit import audit_code, strip_comments_and_strings
+from rust_grpo.audit import audit_code, code_view
 from rust_grpo.parsing import completion_text, parse_completion
 
 GOOD = "<think>\nAdd them.\n</think>\n```rust\npub fn add(a: i32, b: i32) -> i32 { a + b }\n```\n"
@@ -97,5 +97,40 @@ def test_exit_inside_tests_only_is_not_flagged():
 
 def test_strip_keeps_positions():
     code = 'let s = "a // b"; // c\nlet r = r#"x"#; /* y */ let c = \'{\';'
-    clean = strip_comments_and_strings(code)
+    clean = code_view(code)
     assert len(clean) == len(code) and "//" not in clean and "{" not in clean and clean.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "use std::process as p;\npub fn f() -> i32 { p::exit(1 - 1) }",
+        "use std::process::{exit as e};\npub fn f() -> i32 { e(0) }",
+        "use std::process::{self as q, Command};\npub fn f() { q::abort() }",
+        "use std::process::*;\npub fn f() -> i32 { exit(1 - 1) }",
+        "use std as s;\nuse s::process as p;\npub fn f() { p::abort() }",
+        "extern crate std as s;\npub fn f() { s::process::exit(0) }",
+        "mod a { pub use std::process::exit as bye; }\npub fn f() { a::bye(0) }",
+        "use std::process::r#exit as r#e;\npub fn f() { r#e(0) }",
+        "macro_rules! m { ($x:ident) => { std::$x::exit(0) } }\npub fn f() { m!(process) }",
+        "macro_rules! m { ($x:ident) => { std::process::$x(0) } }\npub fn f() { m!(exit) }",
+        "pub fn f() { let g: fn(i32) -> ! = ::std::process::exit; g(0) }",
+        "pub fn f() { std::alloc::handle_alloc_error(std::alloc::Layout::new::<u8>()) }",
+    ],
+)
+def test_exits_are_found_through_use_aliases_and_macros(code):
+    assert "exits the process" in audit_code(code).flags
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'pub fn f() -> &\'static str { "std::process::exit(0)" } // process::exit(0)',
+        "pub struct S;\nimpl S { pub fn exit(&self) {} }\npub fn f(s: S) { s.exit() }",
+        "pub fn exit(code: i32) -> i32 { code }\npub fn f() -> i32 { exit(0) }",
+        'use std::process::Command;\npub fn f() { let _ = Command::new("true"); }',
+        "/* use std::process as p; */ pub fn f(p: i32) -> i32 { p }",
+    ],
+)
+def test_what_only_looks_like_an_exit_is_not_flagged(code):
+    assert not audit_code(code).hacked

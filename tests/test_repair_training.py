@@ -176,7 +176,7 @@ def test_eval_with_repair_turns_reports_pass_at_1_after_each_turn(tmp_path):
     completions = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
     assert all(c["completion"] == c["turns"][-1]["completion"] for c in completions)
     bad = subprocess.run([*command[:-2], "--repair-turns", "0"], capture_output=True, text=True, check=False)
-    assert bad.returncode == 2 and "--repair-turns: repair.max_turns must be 1 to 8" in bad.stderr
+    assert bad.returncode == 2 and "argument --repair-turns: 0 is below 1" in bad.stderr
 
 
 def test_lockstep_generation_asks_for_every_episode_every_turn(grader, tokenizer):

@@ -97,3 +97,30 @@ def test_a_bad_record_never_loses_the_request(server):
     assert [(r["id"], r["status"]) for r in json.loads(body)["results"]] == [("bad", "invalid_input"), ("good", "ok")]
     status, body = post(b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
     assert status == 413 and b"too many JSON" in body  # refused before parsing (deep nesting alone: 400)
+
+
+def test_every_error_body_has_our_shape(server):
+    """Starlette's 404/405 and uvicorn's answer to a malformed request say ``error``, as ours do."""
+    import http.client
+    import json
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(server)
+    for method, path, code in [("GET", "/nowhere", 404), ("GET", "/v1/grade", 405), ("POST", "/healthz", 405)]:
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        try:
+            conn.request(method, path, headers={"Authorization": "Bearer s3cret"})
+            response = conn.getresponse()
+            body = json.loads(response.read())
+        finally:
+            conn.close()
+        assert response.status == code and list(body) == ["error"] and body["error"], (path, body)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
+    assert json.loads(body)["error"].startswith("malformed HTTP request")

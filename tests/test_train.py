@@ -287,3 +287,30 @@ def test_zero_variance_groups_are_left_out_of_the_loss_and_counted(tmp_path):
         False,
         False,
     ]
+
+
+def test_ctrl_c_during_training_exits_130_with_how_to_resume(tmp_path):
+    """A real SIGINT to a real `rust-grpo train`: one line saying how to continue, exit 130, no traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "rust_grpo.cli", "train", "--config", "tiny-cpu"]
+    for override in (
+        f'train.output_dir="{tmp_path / "run"}"',
+        "model.warm_start_steps=0",
+        "train.max_steps=50",
+        "train.max_completion_length=12",
+        "data.max_rows=2",
+    ):
+        command += ["--set", override]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("step 1/"):
+                break
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 130
+    assert "interrupted; continue from the last checkpoint with --resume" in rest
+    assert "Traceback" not in rest
