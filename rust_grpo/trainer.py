@@ -136,8 +136,11 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         canary = [bool(x.get(CANARY_COLUMN)) for x in inputs]
         flat = self._flat_rows(output["advantages"])
         g = self.num_generations
-        signal = [not flat[r] and not canary[r] for r in range(0, len(canary), g)]
-        normal_groups = sum(not canary[r] for r in range(0, len(canary), g))
+        # per group of the whole batch (every process): groups may span processes
+        local = torch.tensor([[f, c] for f, c in zip(flat, canary)], dtype=torch.uint8, device=self.accelerator.device)
+        groups = self.accelerator.gather(local).view(-1, g, 2)[:, 0, :].bool().tolist()
+        signal = [not f and not c for f, c in groups]
+        normal_groups = sum(not c for _, c in groups)
         if normal_groups:
             zero = normal_groups - sum(signal)
             self._metrics["train"]["dynamic/zero_variance_share_sampled"].append(zero / normal_groups)
@@ -146,9 +149,9 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         else:
             drop = [c or (self.skip_zero_variance_groups and f) for c, f in zip(canary, flat)]
             if self.skip_zero_variance_groups:
-                skipped = [f and not c for c, f in zip(canary, flat)]
-                self._metrics["train"]["skip/zero_variance_groups"].append(sum(skipped) / g)
-                self._metrics["train"]["skip/frac_completions"].append(sum(skipped) / len(skipped))
+                skipped = sum(f and not c for f, c in groups)
+                self._metrics["train"]["skip/zero_variance_groups"].append(float(skipped))
+                self._metrics["train"]["skip/frac_completions"].append(skipped / len(groups))
         return self._mask_rows(output, drop)
 
     def _flat_rows(self, local: torch.Tensor) -> list[bool]:
