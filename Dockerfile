@@ -26,8 +26,10 @@ RUN apt-get update \
 FROM ${CPU_BASE} AS cpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_BREAK_SYSTEM_PACKAGES=1
+# the librust-*-dev packages: the sources of the crate set graded programs may use (reward_sandbox/crates.py)
+ARG CRATE_PACKAGES="librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev"
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev util-linux \
+ && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev util-linux ${CRATE_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=rust /opt/rust /opt/rust
 WORKDIR /app
@@ -43,6 +45,8 @@ COPY configs ./configs
 # /app/runs (score's default --out) owned by the user: a named volume mounted there inherits it
 RUN useradd --create-home --uid 10001 grader && mkdir -p /app/runs && chown 10001:10001 /app/runs
 USER 10001
+# the crate set's rlibs, built once for this toolchain (~/.cache/reward-sandbox/crates-<key>): workers start warm
+RUN reward-sandbox crates
 EXPOSE 8808
 HEALTHCHECK --interval=30s --timeout=5s CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8808/healthz')"]
 CMD ["reward-sandbox", "serve", "--host", "0.0.0.0", "--port", "8808"]
@@ -52,8 +56,15 @@ FROM ${GPU_BASE} AS gpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DEBIAN_FRONTEND=noninteractive \
     HF_HOME=/cache/hf
+# the crate set's sources; Ubuntu's versions differ from Debian's (their own crate-set key), and a package
+# this release lacks is left out (programs using that crate then get sandbox_error, never a wrong verdict)
+ARG CRATE_PACKAGES="librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-pip python3-venv bubblewrap gcc libc6-dev util-linux \
+ && touch /tmp/crates.txt \
+ && for p in ${CRATE_PACKAGES}; do if apt-cache show "$p" >/dev/null 2>&1; then echo "$p" >> /tmp/crates.txt; fi; done \
+ && xargs -r -a /tmp/crates.txt apt-get install -y --no-install-recommends \
+ && rm /tmp/crates.txt \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=rust /opt/rust /opt/rust
 WORKDIR /app

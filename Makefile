@@ -42,6 +42,7 @@ bench: setup
 	$(PY) benchmarks/bench_learning.py
 	$(PY) benchmarks/bench_exercism.py
 	$(PY) benchmarks/bench_server.py
+	$(PY) benchmarks/bench_crates.py
 
 bench-learning: setup
 	$(PY) benchmarks/bench_learning.py

@@ -5,7 +5,8 @@ rewards on top of that (grpo). The held-out problems are the easiest of data/eva
 stage trains on (training uses data/train.jsonl).
 
 Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}, each
-stage {"n", "format", "build", "hidden_pass", "mean_reward"} with 95% intervals in "<name>_ci"),
+stage {"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"} with 95%
+intervals in "<name>_ci"; argless_builds is the share of builds that use none of their arguments),
 runs/bench/learning.png, and every stage's graded completions. Exit code 1 when GRPO does not
 raise held-out build by the target over SFT (the JSON is written either way).
 """
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rust_grpo.callbacks import read_metrics
 from rust_grpo.config import load_config
 from rust_grpo.data import Problem, load_problems
-from rust_grpo.learning import easiest, learning_report, plot_learning, stage_metrics
+from rust_grpo.learning import easiest, learning_report, mark_argless, plot_learning, stage_metrics
 
 
 def score_stage(
@@ -45,6 +46,7 @@ def score_stage(
     completions = generate_hf(model, problems, settings, cfg.data.format(), adapter=adapter)  # type: ignore[attr-defined]
     with open_grader(cfg.reward.sandbox_settings()) as grader:  # type: ignore[attr-defined]
         records = score_completions(completions, {p.id: p for p in problems}, grader)
+    mark_argless(records, [c.text for c in completions], {p.id: p for p in problems})
     with open(args.out / f"{name}-completions.jsonl", "w", encoding="utf-8") as fh:
         for c, r in zip(completions, records):
             fh.write(json.dumps({**r, "completion": c.text}) + "\n")
@@ -117,13 +119,16 @@ def main() -> int:
         },
         per_step_reward=[round(float(r["reward"]), 4) for r in steps],
         per_step_build=[round(float(r.get("rates/build", 0.0)), 4) for r in steps],
+        per_step_argless_builds=[r.get("rates/argless_builds") for r in steps],  # None: no build that step
+        per_step_zero_variance_sampled=[r.get("dynamic/zero_variance_share_sampled") for r in steps],
+        per_step_canary_pass_rate=[r.get("train/canary_pass_rate") for r in steps],  # None: no canary drawn
         wall_s=round(time.monotonic() - started),
     )
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
     plot_learning(report, steps, args.out / "learning.png")
     gain = float(stages["grpo"]["build"]) - float(stages["sft"]["build"])  # type: ignore[arg-type]
     print(f"\nheld-out ({len(heldout)} problems x {args.samples}), base -> sft -> grpo ({len(steps)} steps):")
-    for key in ("format", "build", "hidden_pass", "mean_reward"):
+    for key in ("format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"):
         print(f"  {key:<12} " + " -> ".join(f"{stages[s][key]:.3f}" for s in ("base", "sft", "grpo")))
     print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {report['wall_s']} s in all")
     print(f"wrote {args.out / 'learning.json'} and {args.out / 'learning.png'}")

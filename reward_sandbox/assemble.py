@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from .jobs import Job, TestMode
 from .prelude import after_glob_uses, prelude_imports
 from .rustlex import LexError, code_only, inner_attributes_end
+from .trait_scope import shadowing_items
 
 NONCE_DIR = ".rg"  # root-owned, mode 0711: the nonce file in it can be read by name only
 STD_MACROS = (
@@ -189,9 +190,10 @@ def assemble(job: Job, work_dir: str) -> Assembly:
     nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
     hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden"
-    prelude = prelude_imports(job.tests, job.edition)
-    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {prelude}"
-    tests = after_glob_uses(job.tests, prelude)  # a glob of theirs in an inner scope beats our outer import
+    # std's names and none of the program's traits the tests do not name (prelude.py, trait_scope.py)
+    scope = prelude_imports(job.tests, job.edition) + shadowing_items(job.source, job.tests)
+    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {scope}"
+    tests = after_glob_uses(job.tests, scope)  # a glob of theirs in an inner scope beats our outer items
     own = _TEST_ATTR.search(_code(job.source)) is not None
     sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path)
     files = {sentinel_file: sentinel}

@@ -23,6 +23,8 @@ import secrets
 from dataclasses import dataclass, field
 
 from .assemble import Assembly
+from .crates import CratesUnavailable, job_crates
+from .crates import current as current_crates
 from .jobs import Job, TestMode
 from .layout import Layout
 from .limits import Limits
@@ -124,6 +126,25 @@ def codegen_flags(job: Job) -> list[str]:
     return ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
 
 
+def crate_flags(job: Job) -> list[str]:
+    """``-L dependency=`` and ``--extern`` for the prebuilt crates the job links (``crates.py``);
+    nothing for a std-only job. The paths are the host's: the sandbox binds the set there."""
+    names = job_crates(job)
+    if not names:
+        return []
+    built = current_crates()
+    if built is None:
+        raise CratesUnavailable(f"the crate set ({', '.join(names)} needed) was not made ready before grading")
+    return built.flags(names)
+
+
+def crate_dependencies(job: Job) -> str:
+    """The cargo backend's ``[dependencies]`` lines: the same crates and versions as the rlibs."""
+    names = job_crates(job)
+    built = current_crates() if names else None
+    return built.cargo_dependencies(names) if built is not None else ""
+
+
 def compile_flags(job: Job) -> list[str]:
     """The flags every compilation of the job's program gets (a batch's too)."""
     return [
@@ -133,6 +154,7 @@ def compile_flags(job: Job) -> list[str]:
         job.crate_name,
         *codegen_flags(job),
         *([] if job.allow_unsafe else NO_UNSAFE),
+        *crate_flags(job),
     ]
 
 
@@ -265,7 +287,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits, check_fir
 def cargo_manifest(job: Job) -> str:
     return (
         f'[package]\nname = "{job.crate_name}"\nversion = "0.1.0"\nedition = "{job.edition}"\n\n'
-        '[lib]\npath = "src/lib.rs"\n\n[dependencies]\n'
+        '[lib]\npath = "src/lib.rs"\n\n[dependencies]\n' + crate_dependencies(job)
     )
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 
+from .crates import job_crates
 from .jobs import Job, TestMode
 from .rustlex import LexError, code_only
 
@@ -112,5 +113,22 @@ def alone_reason(job: Job) -> str | None:
 
 
 def settings_key(job: Job) -> tuple[object, ...]:
-    """Jobs with equal keys compile with the same flags and run under the same limits."""
-    return (job.test_mode, job.crate_name, job.edition, job.timeout_s, job.include_ignored, job.opt_level)
+    """Jobs with equal keys compile with the same flags and run under the same limits, whatever their
+    tests. The crates a job links are part of its flags: programs linking different sets are graded
+    apart, never against the union, since every ``--extern`` name is in scope in every module
+    and could make a neighbour's ``use rand::..`` of its own ``mod rand`` ambiguous."""
+    return (
+        job.test_mode,
+        job.crate_name,
+        job.edition,
+        job.timeout_s,
+        job.include_ignored,
+        job.opt_level,
+        job_crates(job),
+    )
+
+
+def batch_key(job: Job) -> tuple[object, ...]:
+    """Jobs with equal keys share their tests as well as their settings (a GRPO group, pass@k
+    samples). Batches need only ``settings_key``; this one names the finer grouping."""
+    return (job.tests, *settings_key(job))

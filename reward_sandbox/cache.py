@@ -33,14 +33,17 @@ def job_key(
     isolation: str,
     memory_scope: str = "job",
     batch: bool = False,
+    crates: str = "",
 ) -> str:
     """The hash of everything a verdict depends on (a timeout is cached with the limits it hit);
     the job's id is deliberately not part of it. A verdict from a weaker isolation level is never
     served to a stronger one, and one graded where batching was on never to a grading with it off:
-    batched verdicts are built to equal single ones, and ``--no-batch`` is how that is checked."""
+    batched verdicts are built to equal single ones, and ``--no-batch`` is how that is checked.
+    ``crates`` is the crate set's key (``crates.py``) for a job that links crates, so a verdict
+    computed against other crate versions is never served; std-only jobs keep their keys."""
     payload = {k: v for k, v in job.to_dict().items() if k != "id"}
     settings = [toolchain_version, backend, limits.with_run_timeout(job.timeout_s).to_dict(), isolation, memory_scope]
-    blob = json.dumps([HARNESS_VERSION, payload, *settings, batch], sort_keys=True)
+    blob = json.dumps([HARNESS_VERSION, payload, *settings, batch, *([crates] if crates else [])], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -125,6 +125,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+def cmd_crates(args: argparse.Namespace) -> int:
+    from .crates import CratesUnavailable, ensure
+
+    toolchain = find_toolchain()
+    try:
+        built = ensure(toolchain.version, toolchain.cargo)
+    except CratesUnavailable as exc:
+        raise ValueError(str(exc)) from exc
+    print(f"crates: {built.root} (key {built.key})")
+    for name, version in built.versions.items():
+        print(f"  {name} {version}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="reward-sandbox", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="more log lines, and a traceback on errors")
@@ -143,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
         "that grading here would use; exit 2 with the reason when grading cannot work.",
     )
     check.set_defaults(func=cmd_check)
+    crates = sub.add_parser(
+        "crates",
+        help="build (once) and show the crate set programs may use",
+        description="Build the curated crate set from the Debian crate sources into rlibs for this toolchain, "
+        "unless a build for it exists, and print the crates, their versions and where they are; "
+        "exit 2 with the reason when it cannot be built. Images run it once so workers start warm.",
+    )
+    crates.set_defaults(func=cmd_crates)
     from . import cliargs  # here, not at the top: the serve block stays self-contained
 
     serve = sub.add_parser("serve", help="serve rewards over HTTP")

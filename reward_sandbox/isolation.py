@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from .cgroups import SlotMemory
+from .crates import REGISTRY
+from .crates import current as current_crates
 from .layout import JobDir, Layout
 from .runner import runner_path
 from .slots import UID_BASE
@@ -172,6 +174,7 @@ class Bubblewrap(Isolation):
         ]
         if memory is not None:
             argv += ["--bind", str(memory.procs), "/rg/memory"]
+        argv += crate_binds()
         if runs_as_root():
             # root-side only: every step drops them with its uid (runner.c)
             for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE"):
@@ -251,6 +254,21 @@ class RlimitsOnly(Isolation):
 
 
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def crate_binds() -> list[str]:
+    """The crate registry under /usr is hidden (an empty tmpfs over it); the built crate set, when
+    this process made one ready, is bound read-only at its host path (the compile flags name that
+    path) and its source replacement at ``/.cargo/config.toml``, the cargo config every cargo run
+    under ``/tmp`` finds first, so the cargo backend builds the same versions from the vendored copy."""
+    out = ["--tmpfs", str(REGISTRY)] if REGISTRY.is_dir() and REGISTRY.is_relative_to("/usr") else []
+    built = current_crates()
+    if built is not None:
+        for parent in reversed(built.root.parents[:-1]):  # bwrap would make them 0700: the slot uid must pass
+            out += ["--perms", "0755", "--dir", str(parent)]
+        out += ["--ro-bind", str(built.root), str(built.root)]
+        out += ["--perms", "0755", "--dir", "/.cargo", "--ro-bind", str(built.cargo_config), "/.cargo/config.toml"]
+    return out
 
 
 def _remove_owned_by(base: Path, uid: int, keep: Path | None = None) -> None:

@@ -45,6 +45,11 @@ class Job:
     include_ignored: bool = False
     opt_level: int = 0  # 0 = debug build (fast to compile); 2-3 for suites meant to run in release mode
     allow_unsafe: bool = False  # `unsafe` is forbidden by default: FFI could take over the harness's output
+    crates: tuple[str, ...] = ()  # crates of the curated set (crates.py) linked even when the code names none
+
+    def __post_init__(self) -> None:
+        # one spelling per set (sorted, unique, hashable): equal sets give equal cache and batch keys
+        object.__setattr__(self, "crates", tuple(sorted({c.replace("-", "_") for c in self.crates})))
 
     @property
     def has_tests(self) -> bool:
@@ -123,6 +128,7 @@ class Job:
         if not isinstance(allow_unsafe, bool):
             raise InvalidJob(f"{where}: 'allow_unsafe' must be true or false")
         return cls(
+            crates=_crates(record.get("crates"), where),
             id=job_id,
             source=source,
             tests=tests,
@@ -151,4 +157,22 @@ class Job:
             out["opt_level"] = self.opt_level
         if self.allow_unsafe:
             out["allow_unsafe"] = True
+        if self.crates:
+            out["crates"] = list(self.crates)
         return out
+
+
+def _crates(value: Any, where: str) -> tuple[str, ...]:
+    """A job's ``crates``: names of the curated set (``-`` or ``_``), kept sorted and unique so
+    equal sets give equal cache and batch keys. A name outside the set is the input's fault."""
+    from .crates import CURATED, normalize, unknown_crates_message
+
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InvalidJob(f"{where}: 'crates' must be a list of crate names")
+    names = {normalize(v) for v in value}
+    unknown = names - set(CURATED)
+    if unknown:
+        raise InvalidJob(f"{where}: {unknown_crates_message(unknown)}")
+    return tuple(sorted(names))

@@ -18,14 +18,18 @@ from .batch import BatchOutcome, grade_batch
 from .batching import MAX_BATCH, alone_reason, settings_key
 from .cache import ResultCache, job_key
 from .cgroups import SlotMemory, cgroup_problem
+from .crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_others
+from .crates import ensure as ensure_crates
 from .grader import Slot, grade_job
 from .isolation import BWRAP, choose_level
-from .jobs import InvalidJob, Job
+from .jobs import InvalidJob, Job, TestMode
 from .limits import Limits
 from .results import Result, invalid_result
 from .slots import UidLease
 from .soundness import unsound_reason
+from .status import Status
 from .toolchain import find_toolchain
+from .trait_scope import scope_refusal
 
 log = logging.getLogger("reward_sandbox")
 
@@ -108,6 +112,33 @@ class Grader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _crate_key(self, job: Job) -> str:
+        """The crate set's key for a job that links crates ('' for a std-only one), building the set
+        first if no process has. Integration-mode test crates are built without the crate flags, so
+        such jobs are refused rather than failed as if the program were at fault."""
+        names = job_crates(job)
+        if not names:
+            return ""
+        if job.test_mode is TestMode.INTEGRATION:
+            raise InvalidJob(
+                f"job {job.id!r}: crates ({', '.join(names)}) are available in unit and main mode only", job_id=job.id
+            )
+        built = ensure_crates(self.toolchain.version, self.toolchain.cargo)
+        if self.level != BWRAP:  # no bind, no /.cargo/config.toml: the set is read where it lies
+            if self.backend != FAST:
+                raise CratesUnavailable("the cargo backend takes crates under bubblewrap only")
+            if os.geteuid() == 0 and not passable_by_others(built.lib):
+                raise CratesUnavailable(
+                    f"{built.lib} is out of the slot uids' reach under rlimits isolation: "
+                    "set REWARD_SANDBOX_CRATES to a directory others can read (e.g. /var/cache/reward-sandbox)"
+                )
+        missing = [name for name in names if name not in built.rlibs]
+        if missing:
+            raise CratesUnavailable(
+                f"{', '.join(missing)} not installed here (Debian: apt-get install {' '.join(DEBIAN_PACKAGES)})"
+            )
+        return built.key
+
     def _grade_one(self, job: Job, check_first: bool = False) -> Result:
         slot = self._slots.get()
         try:
@@ -172,14 +203,29 @@ class Grader:
                 job = item if isinstance(item, Job) else Job.from_dict(item, index)
                 if not job.allow_unsafe and (unsound := unsound_reason(job.source)) is not None:
                     raise InvalidJob(f"job {job.id!r}: {unsound}", job_id=job.id)
+                if job.tests.strip() and (unscoped := scope_refusal(job.source)) is not None:
+                    raise InvalidJob(f"job {job.id!r}: {unscoped}", job_id=job.id)
+                crate_key = self._crate_key(job)
             except InvalidJob as exc:
                 results[index] = invalid_result(exc.job_id or f"#{index}", str(exc))
                 if on_result:
                     on_result(index, results[index])  # type: ignore[arg-type]
                 continue
+            except CratesUnavailable as exc:  # ours, not the program's: never cached
+                results[index] = Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"crates: {exc}")
+                if on_result:
+                    on_result(index, results[index])  # type: ignore[arg-type]
+                continue
             ids[index] = job.id
             key = job_key(
-                job, self.toolchain.version, self.backend, self.limits, self.level, self.memory_scope, self.batch
+                job,
+                self.toolchain.version,
+                self.backend,
+                self.limits,
+                self.level,
+                self.memory_scope,
+                self.batch,
+                crates=crate_key,
             )
             cached = self.cache.get(key)
             if cached is not None:

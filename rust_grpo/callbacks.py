@@ -47,7 +47,12 @@ class MetricsJsonlCallback(TrainerCallback):
             fh.write(json.dumps(record) + "\n")
 
 
-STEP_LINE_RATES = {"format": "rates/format", "build": "rates/build", "hidden": "rates/hidden_tests_pass"}
+STEP_LINE_RATES = {
+    "format": "rates/format",
+    "build": "rates/build",
+    "hidden": "rates/hidden_tests_pass",
+    "canary": "train/canary_pass_rate",  # only on steps that drew canary rows
+}
 
 
 class StepLineCallback(TrainerCallback):
@@ -57,10 +62,18 @@ class StepLineCallback(TrainerCallback):
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not logs or not state.is_world_process_zero or "reward" not in logs:
             return
-        rates = " ".join(f"{name} {float(logs[key]):4.0%}" for name, key in STEP_LINE_RATES.items() if key in logs)
-        seconds = f" {float(logs['step_time']):5.1f}s" if "step_time" in logs else ""
+
+        def number(key: str) -> float | None:  # transformers logs NaN (no graded completion) as None
+            value = logs.get(key)
+            return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else None
+
+        rates = " ".join(f"{name} {v:4.0%}" for name, key in STEP_LINE_RATES.items() if (v := number(key)) is not None)
+        seconds = f" {t:5.1f}s" if (t := number("step_time")) is not None else ""
+        reward = number("reward")
         print(
-            f"step {state.global_step}/{state.max_steps}: reward {float(logs['reward']):6.3f}  {rates}{seconds}",
+            f"step {state.global_step}/{state.max_steps}: reward "
+            + (f"{reward:6.3f}" if reward is not None else "   n/a")
+            + f"  {rates}{seconds}",
             file=sys.stderr,
             flush=True,
         )

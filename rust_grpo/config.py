@@ -81,9 +81,17 @@ class DataConfig:
     )
     answer_format: str = _f("think", "What the policy is asked for: think (<think> then one ```rust block) or oxen.")
     system_prompt: str = _f("", "System message of every chat prompt ('' = the answer format's own).")
+    canary_share: float = _f(
+        0.0,
+        "Add this share of canary rows to training (0 = none): copies of training problems whose hidden tests"
+        " contradict each other, so passing one is cheating; logged as train/canary_pass_rate (see canaries.py).",
+    )
 
     def __post_init__(self) -> None:
         from .answer_format import FORMATS
+
+        if not 0 <= self.canary_share <= 0.5:
+            raise ConfigError(f"data.canary_share must be in [0, 0.5], got {self.canary_share}")
 
         if self.answer_format not in FORMATS:
             raise ConfigError(f"data.answer_format must be one of {', '.join(FORMATS)}, got {self.answer_format!r}")
@@ -189,6 +197,18 @@ class TrainConfig:
     skip_zero_variance_groups: bool = _f(
         False, "Leave groups whose rewards are all equal out of the loss and its token count (DAPO's filter)."
     )
+    dynamic_sampling: bool = _f(
+        False,
+        "DAPO's dynamic sampling: refill the generation batch with new groups whose rewards differ, in place of"
+        " groups whose rewards are all equal (one process only; logged as dynamic/*).",
+    )
+    dynamic_sampling_rounds: int = _f(
+        2, "Most extra generation rounds per batch under dynamic sampling, each drawing as many prompts as the batch."
+    )
+    canary_max_rate: float = _f(
+        0.0, "Highest canary pass rate a step may show before train.canary_action applies (0 = any pass)."
+    )
+    canary_action: str = _f("stop", "What a step above train.canary_max_rate does: stop the run, or warn.")
     num_iterations: int = _f(1, "Optimisation passes per generation batch (mu in the GRPO paper).")
     logging_steps: int = _f(1, "Log every N steps.")
     save_steps: int = _f(100, "Checkpoint every N steps.")
@@ -232,6 +252,13 @@ class TrainConfig:
             )
         if self.scale_rewards not in ("group", "batch", "none"):
             raise ConfigError(f"train.scale_rewards must be group, batch or none, got {self.scale_rewards!r}")
+        if self.dynamic_sampling_rounds < 1 or self.dynamic_sampling_rounds > 16:
+            raise ConfigError(f"train.dynamic_sampling_rounds must be 1 to 16, got {self.dynamic_sampling_rounds}")
+        if not 0 <= self.canary_max_rate < 1 or self.canary_action not in ("stop", "warn"):
+            raise ConfigError(
+                "train.canary_max_rate must be in [0, 1) and train.canary_action stop or warn, got "
+                f"{self.canary_max_rate} and {self.canary_action!r}"
+            )
         if self.epsilon_high and self.epsilon_high < self.epsilon:
             raise ConfigError("train.epsilon_high must be >= train.epsilon (clip-higher widens the upper range)")
 
@@ -289,6 +316,13 @@ class RunConfig:
     vllm: VllmConfig = field(default_factory=VllmConfig)
     repair: RepairConfig = field(default_factory=RepairConfig)
     trl: dict[str, Any] = field(default_factory=dict)  # any other GRPOConfig field, passed through as is
+
+    def __post_init__(self) -> None:
+        if self.data.canary_share and self.repair.enabled:
+            raise ConfigError(
+                "data.canary_share cannot be combined with repair.enabled: repair episodes find a row's hidden tests"
+                " by its prompt, and a canary shares its prompt with the problem it copies"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

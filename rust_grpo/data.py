@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ class Problem:
     edition: str = "2021"
     opt_level: int = 0  # Exercism's release-mode exercises need an optimised build to finish in time
     allow_unsafe: bool = False  # the sandbox forbids `unsafe` unless a problem needs it (see reward_sandbox.Job)
+    crates: tuple[str, ...] = ()  # crates of the sandbox's set (reward_sandbox.crates) the problem may use
 
     def job(self, source: str, job_id: str | None = None) -> Job:
         """A validated sandbox job grading ``source`` against this problem's hidden tests; raises
@@ -54,6 +56,8 @@ class Problem:
             "opt_level": self.opt_level,
             "allow_unsafe": self.allow_unsafe,
         }
+        if self.crates:
+            record["crates"] = list(self.crates)
         if self.tests.strip():
             record.update(tests=self.tests, include_ignored=self.include_ignored)
         else:
@@ -71,11 +75,17 @@ class Problem:
             return exc
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row as written to JSONL; ``crates`` only when there are some (std-only rows unchanged)."""
+        out = asdict(self)
+        if self.crates:
+            out["crates"] = list(self.crates)
+        else:
+            del out["crates"]
+        return out
 
 
 # The Problem fields a grading job needs; they travel as dataset columns to the reward functions.
-JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level", "allow_unsafe")
+JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level", "allow_unsafe", "crates")
 _JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Problem) if f.name in JOB_COLUMNS}
 
 
@@ -91,6 +101,7 @@ def problem_from_columns(columns: dict[str, Any], index: int) -> Problem:
         column = columns.get(name)
         value = column[index] if column is not None else None
         values[name] = _JOB_DEFAULTS[name] if value is None or (value == "" and name != "tests") else value
+    values["crates"] = tuple(values["crates"])  # a dataset column gives a list back
     return Problem(id=str(index), prompt="", **values)
 
 
@@ -153,7 +164,24 @@ def normalize(record: Any, where: str) -> Problem:
         edition=str(record.get("edition") or "2021"),
         opt_level=int(record.get("opt_level") or 0),
         allow_unsafe=bool(record.get("allow_unsafe", False)),
+        crates=row_crates(record.get("crates"), f"{where} (id={problem_id})"),
     )
+
+
+def row_crates(value: Any, where: str) -> tuple[str, ...]:
+    """A row's ``crates`` (a list of names, or one comma-separated string), checked against the
+    sandbox's set now, so a typo fails at load time rather than as every job's ``invalid_input``."""
+    from reward_sandbox.crates import CURATED, normalize, unknown_crates_message
+
+    if value is None or value == "":
+        return ()
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
+        raise DataError(f"{where}: 'crates' must be a list of crate names")
+    chosen = {normalize(n) for n in names}
+    if chosen - set(CURATED):
+        raise DataError(f"{where}: {unknown_crates_message(chosen - set(CURATED))}")
+    return tuple(sorted(chosen))
 
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -258,26 +286,45 @@ def load_problems(
     return problems[:max_rows] if max_rows > 0 else problems
 
 
-def user_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> str:
+def crates_note(crates: Iterable[str]) -> str:
+    """What the prompt tells the model about crates: which it may use, and that they are already
+    linked (no Cargo.toml, no `extern crate` needed), so it neither avoids them nor invents others."""
+    return (
+        f"You may use these crates (already available, no Cargo.toml needed): {', '.join(sorted(crates))}. "
+        "No other crate is available."
+    )
+
+
+def user_prompt(problem: Problem, fmt: AnswerFormat | None = None, crates: Sequence[str] = ()) -> str:
+    """The user message. ``crates`` (e.g. the sandbox's whole set) is offered on top of the
+    crates the row itself declares; without either the prompt says nothing about crates."""
     from .answer_format import THINK
 
     parts = [problem.prompt.strip()]
     if problem.signature.strip():
         parts.append(f"Implement this signature:\n```rust\n{problem.signature.strip()}\n```")
+    if problem.crates or crates:
+        parts.append(crates_note({*problem.crates, *crates}))
     parts.append((fmt or THINK).instruction)
     return "\n\n".join(parts)
 
 
-def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> list[dict[str, str]]:
+def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None, crates: Sequence[str] = ()) -> list[dict[str, str]]:
     from .answer_format import THINK
 
     fmt = fmt or THINK
-    return [{"role": "system", "content": fmt.system_prompt}, {"role": "user", "content": user_prompt(problem, fmt)}]
-
-
-def to_training_rows(problems: list[Problem], fmt: AnswerFormat | None = None) -> list[dict[str, Any]]:
-    """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
-        {"prompt": chat_prompt(p, fmt), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
+        {"role": "system", "content": fmt.system_prompt},
+        {"role": "user", "content": user_prompt(problem, fmt, crates)},
+    ]
+
+
+def to_training_rows(
+    problems: list[Problem], fmt: AnswerFormat | None = None, crates: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions.
+    ``crates``: offer these crates of the sandbox's set in every prompt (see :func:`user_prompt`)."""
+    return [
+        {"prompt": chat_prompt(p, fmt, crates), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
         for p in problems
     ]

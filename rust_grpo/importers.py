@@ -74,7 +74,7 @@ def import_exercism_dir(root: Path) -> tuple[list[Problem], list[str]]:
                 prompt=prompt + f"\n\nImplement the library crate `{crate}` (src/lib.rs).",
                 signature=stub.read_text() if stub.exists() else "",
                 solution=example.read_text(),
-                tests=tests[0].read_text(),
+                tests=name_stub_traits(tests[0].read_text(), stub.read_text() if stub.exists() else "", crate),
                 test_mode="integration",
                 crate_name=crate,
                 include_ignored=True,
@@ -94,6 +94,7 @@ def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
         if record.get("cargo_toml")
         else "2021"
     )
+    crate = record.get("crate_name", record["slug"]).replace("-", "_")
     return Problem(
         edition=str(edition),
         opt_level=2 if record.get("test_in_release_mode") else 0,
@@ -101,13 +102,29 @@ def _from_exercism_jsonl(record: dict[str, Any]) -> Problem:
         prompt=record["prompt"],
         signature=record.get("stub", ""),
         solution=record.get("solution", ""),
-        tests=record["tests"],
+        tests=name_stub_traits(record["tests"], record.get("stub", ""), crate),
         test_mode="integration",
-        crate_name=record.get("crate_name", record["slug"]).replace("-", "_"),
+        crate_name=crate,
         include_ignored=True,
         # the reference needs `unsafe` (a linked list, a ring buffer): this row's answers may use it too
         allow_unsafe=_uses_unsafe(record.get("solution", "")),
     )
+
+
+def name_stub_traits(tests: str, stub: str, crate: str) -> str:
+    """``tests`` importing by name each trait the exercise's ``stub`` declares that they call without
+    naming it: the hidden tests see only the program traits they name (``reward_sandbox.trait_scope``),
+    and an exercise such as luhn-trait calls ``"059".valid_luhn()`` through its glob import alone."""
+    from reward_sandbox.rustlex import inner_attributes_end
+    from reward_sandbox.trait_scope import program_traits
+
+    named = set(re.findall(r"[A-Za-z_]\w*", tests))
+    missing = sorted(program_traits(stub) - named)
+    if not missing:
+        return tests
+    at = inner_attributes_end(tests)
+    line = f"#[allow(unused_imports)] use {crate}::{{{', '.join(missing)}}};\n"
+    return tests[:at] + ("\n" if at and not tests[:at].endswith("\n") else "") + line + tests[at:]
 
 
 def _uses_unsafe(code: str) -> bool:
@@ -141,11 +158,15 @@ _USE_LINE = re.compile(r"^[ \t]*use[ \t]+(?:::)?([A-Za-z_][A-Za-z0-9_]*)[^;\n]*;
 _LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*;\s*$")
 
 
-def drop_unused_crate_imports(code: str, body: str, where: str) -> str:
+def drop_unused_crate_imports(code: str, body: str, where: str) -> tuple[str, tuple[str, ...]]:
     """HumanEvalPack declares ``use rand::Rng; use regex::Regex; use md5;`` in every problem. Drop each
-    such import of a crate the ``body`` never uses; a body that does use one cannot be graded without
-    that crate (crates.io is out of reach), so the problem is refused naming the crate."""
-    out = code
+    such import of a crate the ``body`` never uses (a std-only problem then links nothing); keep the
+    imports of crates it does use, and return those crates, when the sandbox's set has them
+    (``reward_sandbox.crates``). A body that uses a crate outside the set cannot be graded offline,
+    so the problem is refused naming the crate."""
+    from reward_sandbox.crates import CURATED
+
+    out, used = code, set()
     for match in list(_USE_LINE.finditer(code))[::-1]:
         root = match.group(1)
         if root in _STD_ROOTS:
@@ -153,9 +174,12 @@ def drop_unused_crate_imports(code: str, body: str, where: str) -> str:
         last = _LAST_NAME.search(match.group(0).strip())
         names = {root} | ({last.group(1)} if last else set())
         if any(re.search(rf"\b{re.escape(name)}\b", body) for name in names):
-            raise DataError(f"{where}: needs the crate `{root}` (std-only here)")
+            if root not in CURATED:
+                raise DataError(f"{where}: needs the crate `{root}` (not in the sandbox's set: {', '.join(CURATED)})")
+            used.add(root)
+            continue
         out = out[: match.start()] + out[match.end() :]
-    return out
+    return out, tuple(sorted(used))
 
 
 def _entry_signature(declaration: str, entry_point: str) -> str:
@@ -167,10 +191,12 @@ def _entry_signature(declaration: str, entry_point: str) -> str:
 def _from_humaneval(record: dict[str, Any]) -> Problem:
     where = str(record["task_id"])
     body = record.get("canonical_solution") or ""
-    declaration = drop_unused_crate_imports(record.get("declaration", ""), body + record["test"], where)
+    declaration, crates = drop_unused_crate_imports(record.get("declaration", ""), body + record["test"], where)
+    prompt, _ = drop_unused_crate_imports(record["prompt"], body + record["test"], where)
     return Problem(
         id=where,
-        prompt=drop_unused_crate_imports(record["prompt"], body + record["test"], where),
+        crates=crates,
+        prompt=prompt,
         signature=_entry_signature(declaration, record.get("entry_point", "")),
         solution=(declaration + body) if body else "",
         tests=record["test"],

@@ -55,7 +55,7 @@ def weighted_reward(rewards: dict[str, float | None], weights: dict[str, float])
             continue
         value = rewards.get(name)
         if value is None:
-            if name == "hidden_tests" and rewards.get("build") is not None:
+            if name in ("hidden_tests", "all_hidden") and rewards.get("build") is not None:
                 continue  # rows without hidden tests: no hidden reward, not a fault
             return None
         total += weight * value
@@ -70,10 +70,23 @@ def hidden_share(record: dict[str, Any]) -> float:
     return int(tests.get("passed") or 0) / total if total and record.get("build_ok") else 0.0
 
 
+def mark_argless(records: Sequence[dict[str, Any]], texts: Sequence[str], problems: dict[str, Problem]) -> None:
+    """Set ``argless`` on each ``score_completions`` record: it builds as an answer and the function
+    its hidden tests call names none of its parameters (see ``argless.py``)."""
+    from .argless import ignores_arguments
+    from .parsing import parse_completion
+
+    for record, text in zip(records, texts):
+        problem = problems.get(record.get("problem_id", ""))
+        code = parse_completion(text).code
+        record["argless"] = bool(record.get("build_ok")) and bool(problem and ignores_arguments(code, problem.tests))
+
+
 def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> dict[str, Any]:
-    """``{"n", "format", "build", "hidden_pass", "hidden_share", "mean_reward"}`` plus ``<name>_ci``
-    95% intervals, from ``score_completions`` records (completions the sandbox could not grade are
-    left out)."""
+    """``{"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"}`` plus
+    ``<name>_ci`` 95% intervals, from ``score_completions`` records (completions the sandbox could not
+    grade are left out). ``argless_builds`` is the share of *builds* whose asked function ignores its
+    arguments (records marked by :func:`mark_argless`): stubs that compile, which should fall."""
     graded = [r for r in records if r.get("status") != "sandbox_error" and not r.get("unknown_problem")]
     n = len(graded)
     out: dict[str, Any] = {"n": n}
@@ -84,6 +97,10 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
     shares = [hidden_share(r) for r in graded]
     out["hidden_share"] = round(sum(shares) / n, 4) if n else 0.0
     out["hidden_share_ci"] = [round(max(0.0, x), 4) for x in mean_interval(shares)]
+    builds = [r for r in graded if r.get("build_ok")]
+    argless = sum(bool(r.get("argless")) for r in builds)
+    out["argless_builds"] = round(argless / len(builds), 4) if builds else 0.0
+    out["argless_builds_ci"] = [round(x, 4) for x in wilson_interval(argless, len(builds))]
     rewards = [v for r in graded if (v := weighted_reward(r.get("rewards", {}), weights)) is not None]
     out["mean_reward"] = round(sum(rewards) / len(rewards), 4) if rewards else 0.0
     out["mean_reward_ci"] = [round(x, 4) for x in mean_interval(rewards)]

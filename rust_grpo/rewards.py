@@ -431,3 +431,31 @@ def build_reward_functions(
     """All components in a fixed order with their weights (weight 0 = logged diagnostic)."""
     funcs = [RewardFunction(name, context, log_rates=(i == 0)) for i, name in enumerate(REWARD_NAMES)]
     return funcs, [float(weights.get(name, 0.0)) for name in REWARD_NAMES]
+
+
+# --- Rewards that pay for being right (issue 27); appended, the components above are unchanged ---
+
+
+def gated_build_reward(e: Evaluation, _min_tests: int) -> float:
+    """``build`` as a gate rather than a prize: 1 when the program builds as an answer *and* passes at
+    least one of the row's hidden tests honestly (rows without hidden tests: when it builds). A stub
+    that compiles and ignores its arguments (``Vec::new()`` for ``gray_code``) fails them all, so it
+    earns nothing here, where ``build`` pays it in full."""
+    if not e.builds or e.result is None:
+        return 0.0
+    if not e.has_hidden:
+        return 1.0
+    hidden = e.result.tests.hidden
+    return 1.0 if hidden.trusted and hidden.passed > 0 and not e.hacked else 0.0
+
+
+def all_hidden_reward(e: Evaluation, _min_tests: int) -> float | None:
+    """A bonus for being right: 1 when every hidden test of the row passes (see
+    :attr:`Evaluation.hidden_pass`); None for rows without hidden tests."""
+    if not e.has_hidden:
+        return None
+    return 1.0 if e.hidden_pass else 0.0
+
+
+REWARDS.update(gated_build=gated_build_reward, all_hidden=all_hidden_reward)
+REWARD_NAMES = (*REWARD_NAMES, "gated_build", "all_hidden")  # type: ignore[assignment]  # grows by two

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .answer_format import AnswerFormat
 
+from .canaries import CANARY_COLUMN, CanaryWatch, canary_guard, is_canary_id, make_canaries
 from .config import LoraSettings, ModelConfig, RewardConfig, RunConfig
 from .data import Problem, to_training_rows
 from .rewards import RewardContext, build_reward_functions
@@ -182,15 +183,23 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     if cfg.model.attn_implementation:
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
-    dataset = Dataset.from_list(to_training_rows(problems, cfg.data.format()))
+    canaries = make_canaries(problems, cfg.data.canary_share, cfg.train.seed)  # in memory only, never in a file
+    rows = to_training_rows(problems + canaries, cfg.data.format())
+    if canaries:
+        log.info("%d canary rows mixed into training (data.canary_share=%s)", len(canaries), cfg.data.canary_share)
+        for row in rows:
+            row[CANARY_COLUMN] = is_canary_id(row["id"])
+    dataset = Dataset.from_list(rows)
     grader = make_grader(cfg.reward)
     context = RewardContext(
         grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
     )
     funcs: list[Any]
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
+    funcs[0].log_rates = False  # the trainer logs the rates itself, without canary rows
+    rates_context: RewardContext | None = context
     if reward_funcs is not None:  # benchmarks swap in their own objective
-        funcs, weights = reward_funcs, [1.0] * len(reward_funcs)
+        funcs, weights, rates_context = reward_funcs, [1.0] * len(reward_funcs), None
     repair = None
     if cfg.repair.enabled:  # multi-turn repair episodes through TRL's rollout_func (repair_rollout.py)
         from .repair_rollout import RepairBonus, RepairRollout
@@ -200,8 +209,14 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         funcs, weights = [*funcs, RepairBonus(cfg.repair.max_turns)], [*weights, 1.0]
     from .trainer import RustGRPOTrainer
 
+    watch = (
+        CanaryWatch(out / "canaries.jsonl", cfg.train.canary_max_rate, cfg.train.canary_action) if canaries else None
+    )
     trainer = RustGRPOTrainer(
         skip_zero_variance_groups=cfg.train.skip_zero_variance_groups,
+        dynamic_sampling_rounds=cfg.train.dynamic_sampling_rounds if cfg.train.dynamic_sampling else 0,
+        reward_context=rates_context,
+        canary_watch=watch,
         model=model,
         reward_funcs=funcs,
         args=grpo_args(cfg, weights),
@@ -221,6 +236,8 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     trainer.remove_callback(PrinterCallback)  # the raw dict of every value, each step
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(StepLineCallback())
+    if watch is not None:
+        trainer.add_callback(canary_guard(watch))
     return trainer, context
 
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from reward_sandbox import Status
+from rust_grpo.data import normalize
 from rust_grpo.importers import import_problems
 from rust_grpo.verify import verify_problems
 
@@ -194,19 +195,92 @@ def test_humanevalpack_upstream_rows_import_and_verify(tmp_path, grader):
         ),
         humanevalpack_record(
             "Rust/162", "string_to_md5", "fn string_to_md5(text: &str) -> String{\n",
-            "    format!(\"{:x}\", md5::compute(text))\n}\n",
-            "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { assert_eq!(string_to_md5(\"\"), \"d41d8cd98f00b204e9800998ecf8427e\"); }\n}\n",
+            "    if text.is_empty() { return \"None\".to_string(); }\n    format!(\"{:x}\", md5::compute(text))\n}\n",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn t() { assert_eq!(string_to_md5(\"Hello world\"), \"3e25960a79dbc69b674cd4ec67a72c62\"); }\n}\n",
         ),
     ]  # fmt: skip
     path = tmp_path / "humanevalpack.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     problems, skipped = import_problems("humaneval", path)
-    assert [p.id for p in problems] == ["Rust/0"]
-    assert skipped == ["Rust/162: needs the crate `md5` (std-only here)"]
+    assert [p.id for p in problems] == ["Rust/0", "Rust/162"] and skipped == []
     assert problems[0].signature == "fn has_close_elements(numbers:Vec<f32>, threshold: f32) -> bool"
-    assert "rand" not in problems[0].solution and "rand" not in problems[0].prompt
+    assert "rand" not in problems[0].solution and "rand" not in problems[0].prompt and problems[0].crates == ()
+    # the crate the problem uses stays imported and declared; the unused ones go
+    assert problems[1].crates == ("md5",) and "use md5;" in problems[1].solution and "rand" not in problems[1].solution
+    if not crates_installed():
+        return
     report = verify_problems(problems, grader, min_asserts=1)
     assert report.ok, report.failures
+
+
+def crates_installed() -> bool:
+    from .test_crates import needs_crates
+
+    return not needs_crates.args[0]
+
+
+# HumanEvalPack-Rust's crate problems in their upstream shape: `md5` in a canonical solution (162),
+# `Regex` in one (like 91, is_bored), `rand` in the hidden tests (like 38 and 50's random round trips).
+CRATE_ROWS = [
+    humanevalpack_record(
+        "Rust/162", "string_to_md5", "fn string_to_md5(text: &str) -> String{\n",
+        "    if text.is_empty() { return \"None\".to_string(); }\n    let digest = md5::compute(text.as_bytes());\n    return format!(\"{:x}\", digest);\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn test_string_to_md5() {\n"
+        "        assert!(string_to_md5(\"Hello world\") == \"3e25960a79dbc69b674cd4ec67a72c62\");\n"
+        "        assert!(string_to_md5(\"\") == \"None\");\n    }\n}\n",
+    ),
+    humanevalpack_record(
+        "Rust/91", "is_bored", "fn is_bored(s:&str) -> i32 {\n",
+        "    let mut count = 0;\n    let regex = Regex::new(r\"[.?!]\\s*\").expect(\"Invalid regex\");\n"
+        "    let sqn: Vec<&str> = regex.split(s).into_iter().collect();\n"
+        "    for s in sqn {\n        if s.starts_with(\"I \") {\n            count += 1;\n        }\n    }\n    return count;\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn test_is_bored() {\n"
+        "        assert_eq!(is_bored(\"Hello world\"), 0);\n        assert_eq!(is_bored(\"I love It !\"), 1);\n"
+        "        assert_eq!(is_bored(\"I feel good today. I will be productive. will kill It\"), 2);\n    }\n}\n",
+    ),
+    humanevalpack_record(
+        "Rust/50", "decode_shift", "pub fn encode_shift(s: &str) -> String {\n    let alphabet:Vec<&str> = vec![\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\", \"j\", \"k\", \"l\", \"m\", \"n\", \"o\", \"p\", \"q\", \"r\", \"s\", \"t\", \"u\", \"v\", \"w\", \"x\", \"y\", \"z\"];\n    let mut output = String::new();\n    for c in s.chars() {\n        let mut lower = false;\n        if c.is_ascii_lowercase(){\n            lower = true;\n        }\n        let mut c_shift:String = \"\".to_string();\n        if lower {\n            let index:usize = alphabet.iter().position(|&x| x == c.to_string()).unwrap();\n            c_shift = alphabet[(index + 5) % 26].to_string();\n        }else{\n            let c_lower:String = c.to_ascii_lowercase().to_string();\n            let index:usize = alphabet.iter().position(|&x| x == c_lower).unwrap();\n            c_shift = alphabet[(index + 5) % 26].to_string();\n            c_shift = c_shift.to_ascii_uppercase().to_string();\n        }\n        output.push_str(&c_shift);\n    }\n    output\n}\npub fn decode_shift(s: &str) -> String {\n",
+        "    let alphabet:Vec<&str> = vec![\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\", \"j\", \"k\", \"l\", \"m\", \"n\", \"o\", \"p\", \"q\", \"r\", \"s\", \"t\", \"u\", \"v\", \"w\", \"x\", \"y\", \"z\"];\n    let mut output = String::new();\n    for c in s.chars() {\n        let mut lower = false;\n        if c.is_ascii_lowercase(){\n            lower = true;\n        }\n        let mut c_shift:String = \"\".to_string();\n        if lower {\n            let index:usize = alphabet.iter().position(|&x| x == c.to_string()).unwrap();\n            c_shift = alphabet[((26 + (index as i32 - 5)) % 26) as usize].to_string();\n        }else{\n            let c_lower:String = c.to_ascii_lowercase().to_string();\n            let index:usize = alphabet.iter().position(|&x| x == c_lower).unwrap();\n            c_shift = alphabet[((26 + (index as i32 - 5)) % 26) as usize].to_string();\n            c_shift = c_shift.to_ascii_uppercase().to_string();\n        }\n        output.push_str(&c_shift);\n    }\n    output\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn test_decode_shift() {\n"
+        "        for _ in 0..100 {\n            let l: usize = 10 + rand::thread_rng().gen::<usize>() % 11;\n"
+        "            let mut s = String::new();\n            for _ in 0..l {\n"
+        "                s.push_str(&((rand::thread_rng().gen::<u8>() % 26 + 97) as char).to_string());\n            }\n"
+        "            assert_eq!(decode_shift(&encode_shift(&s)), s);\n        }\n    }\n}\n",
+    ),
+]  # fmt: skip
+
+
+def test_humanevalpack_crate_problems_import_with_their_crates_and_grade(tmp_path, grader):
+    path = tmp_path / "humanevalpack.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in CRATE_ROWS))
+    problems, skipped = import_problems("humaneval", path)
+    assert skipped == []
+    assert [p.crates for p in problems] == [("md5",), ("regex",), ("rand",)]
+    # a written dataset row keeps them, and reading it back checks them against the set
+    assert [normalize(json.loads(json.dumps(p.to_dict())), "row") for p in problems] == problems
+    if not crates_installed():
+        pytest.skip("the Debian crate packages are not installed: imported, not graded")
+    canonical = grader.grade([p.job(p.solution) for p in problems])
+    assert [r.status.value for r in canonical] == ["ok"] * 3, [r.reason for r in canonical]
+    # a buggy solution of each fails: the crates really ran
+    buggy = [
+        problems[0].solution.replace("text.as_bytes()", '"text"'),  # upstream's buggy solution
+        problems[1].solution.replace("[.?!]", "[?!]"),
+        problems[2].solution.replace("index as i32 - 5", "index as i32 - 4"),
+    ]
+    results = grader.grade([p.job(code) for p, code in zip(problems, buggy)])
+    assert [r.status.value for r in results] == ["test_failure"] * 3, [r.reason for r in results]
+
+
+def test_a_humanevalpack_row_using_a_crate_outside_the_set_is_refused_naming_it(tmp_path):
+    row = humanevalpack_record(
+        "Rust/x", "f", "fn f() -> i32 {\n", "    tokio::spawn(async {});\n    0\n}\n", "#[cfg(test)]\nmod tests {}\n"
+    )
+    row["declaration"] = row["declaration"].replace("use md5;", "use md5;\nuse tokio;")
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    problems, skipped = import_problems("humaneval", path)
+    assert problems == [] and len(skipped) == 1 and "`tokio`" in skipped[0] and "regex" in skipped[0]
 
 
 def test_multipl_e_prompt_files_are_json_arrays_and_verify_without_references(tmp_path, grader):

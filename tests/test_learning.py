@@ -11,6 +11,7 @@ from rust_grpo.data import Problem
 from rust_grpo.learning import (
     easiest,
     learning_report,
+    mark_argless,
     mean_interval,
     plot_learning,
     stage_metrics,
@@ -91,3 +92,25 @@ def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def
 def test_easiest_is_shortest_solutions_deterministically() -> None:
     problems = [Problem(id=i, prompt="p", solution=s) for i, s in [("b", "xx"), ("a", "xx"), ("c", "x"), ("d", "xxxx")]]
     assert [p.id for p in easiest(problems, 3)] == ["c", "a", "b"]
+
+
+def test_argless_builds_per_stage_counts_builds_whose_asked_function_ignores_its_arguments() -> None:
+    """Three builds of gray_code (a stub, a real body) and one that does not build: the stage's
+    argless_builds is the stub's share of the builds, and a stub that does not build is not counted."""
+    tests = "#[test]\nfn case_1() { assert_eq!(gray_code(2), vec![0, 1, 3, 2]); }\n"
+    problem = Problem(id="gray", prompt="Gray code.", tests=tests)
+    stub = "```rust\npub fn gray_code(n: u32) -> Vec<u32> { Vec::new() }\n```"
+    real = "```rust\npub fn gray_code(n: u32) -> Vec<u32> { (0..1u32 << n).map(|i| i ^ (i >> 1)).collect() }\n```"
+    records = [
+        record(True, True, False),
+        record(True, True, True),
+        record(True, True, False),
+        record(True, False, False),
+    ]
+    for r in records:
+        r["problem_id"] = "gray"
+    mark_argless(records, [stub, real, stub, stub], {"gray": problem})
+    assert [r["argless"] for r in records] == [True, False, True, False]
+    m = stage_metrics(records, WEIGHTS)
+    assert m["argless_builds"] == pytest.approx(2 / 3, abs=1e-4)
+    assert m["argless_builds_ci"][0] < 2 / 3 < m["argless_builds_ci"][1]

@@ -121,3 +121,26 @@ def test_lints_never_decide_builds_or_tests_in_any_backend(grader, cargo_grader,
         assert (a.status.value, b.status.value) == (expected, expected), (job["id"], a.reason, b.reason)
         # reported under clippy, not as a build error; the hidden tests' own lints are nobody's
         assert a.build.ok and (a.clippy.warnings > 0) == ("hidden-tests" not in job["id"]), job["id"]
+
+
+# Crate-using programs: the fast backend links the prebuilt rlibs, cargo builds the same versions
+# from the vendored sources through source replacement (crates.py). Small crates only: every cargo
+# job builds its crates from source.
+CRATE_NAMES = ("md5", "itertools", "once_cell", "lazy_static")
+
+
+def test_fast_and_cargo_backends_agree_on_crate_using_programs(grader, cargo_grader):
+    from .test_crates import PROGRAMS, needs_crates
+
+    if needs_crates.args[0]:
+        pytest.skip(needs_crates.kwargs["reason"])
+    jobs = [{"id": n, "source": PROGRAMS[n][0], "tests": PROGRAMS[n][1]} for n in CRATE_NAMES]
+    jobs += [
+        {"id": "md5-wrong", "source": PROGRAMS["md5"][0], "tests": '#[test]\nfn t() { assert_eq!(hex("a"), "0"); }'},
+        {"id": "md5-bad-api", "source": "pub fn hex(s: &str) -> String {\n    md5::digest(s)\n}\n"},
+        {"id": "declared", "source": ADD, "tests": "#[test]\nfn h() { assert_eq!(md5::compute(b\"\").0.len(), 16); }", "crates": ["md5"]},
+    ]  # fmt: skip
+    fast = grader.grade(jobs)
+    slow = cargo_grader.grade(jobs)
+    assert [verdict(a) for a in fast] == [verdict(b) for b in slow], [(a.reason, b.reason) for a, b in zip(fast, slow)]
+    assert [r.status.value for r in fast] == ["ok"] * 4 + ["test_failure", "compile_error", "ok"]

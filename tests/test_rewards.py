@@ -106,7 +106,7 @@ def test_every_component_from_one_grading_of_each_completion(grader):
     assert context.grader.calls == 2 and context.grader.jobs == 5 + 2 + again
     assert list(table) == list(REWARD_NAMES)
     good, trivial, hack, wrong, broken, no_code = zip(*table.values())
-    assert good == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)  # two distinct assert lines: asserts 0.5
+    assert good[:10] == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)  # two distinct assert lines: asserts 0.5
     assert trivial[2] == 0.0 and trivial[5] == 0.0  # no meaningful tests -> no test credit
     assert trivial[6] == 1.0  # ... but the hidden tests still pass
     assert hack[5] == 0.0 and hack[6] == 0.0  # process::exit earns nothing

@@ -489,3 +489,85 @@ def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(me
         }
     )
     assert not _file_limit_hit(StepOutcome(started=True, exit_code=1, output=quoted.encode() + b"\n"))
+
+
+# A program trait with a by-value method is found before std's by-reference inherent one: through the
+# tests' glob it used to answer `v.is_empty()` for them (a wrong `items` passed `!items(3).is_empty()`).
+TRAIT_TESTS = "#[test]\nfn nonempty() {\n    assert!(!items(3).is_empty());\n    assert!(items(0).is_empty());\n}\n"
+TRAIT_RIGHT = "pub fn items(n: usize) -> Vec<i32> {\n    (0..n as i32).collect()\n}\n"
+TRAIT_OVERRIDES = {
+    "declared": "pub trait Sure {\n    fn is_empty(self) -> bool;\n}\n"
+    "impl Sure for Vec<i32> {\n    fn is_empty(self) -> bool {\n        self.capacity() == 7\n    }\n}\n",
+    "renamed": "mod inner {\n    pub trait Sure {\n        fn is_empty(self) -> bool;\n    }\n"
+    "    impl Sure for Vec<i32> {\n        fn is_empty(self) -> bool {\n            self.capacity() == 7\n        }\n    }\n}\n"
+    "pub use inner::Sure as Other;\n",
+    "by_ref_on_a_reference": "pub trait Sure {\n    fn is_empty(&self) -> bool;\n}\n"
+    "impl Sure for &Vec<i32> {\n    fn is_empty(&self) -> bool {\n        self.capacity() == 7\n    }\n}\n",
+    "glob_reexport": "mod inner {\n    pub trait Sure {\n        fn is_empty(self) -> bool;\n    }\n"
+    "    impl Sure for Vec<i32> {\n        fn is_empty(self) -> bool {\n            self.capacity() == 7\n        }\n    }\n}\n"
+    "pub use inner::*;\n",
+}
+TRAIT_WRONG = "pub fn items(n: usize) -> Vec<i32> {\n    Vec::with_capacity(if n == 0 { 7 } else { 0 })\n}\n"
+
+
+@pytest.mark.parametrize("shape", list(TRAIT_OVERRIDES))
+def test_a_program_trait_cannot_answer_the_hidden_tests_method_calls(grader, shape):
+    """The program's traits the tests do not name are kept out of their scope (trait_scope.py)."""
+    wrong = TRAIT_WRONG + TRAIT_OVERRIDES[shape]
+    inner = TRAIT_TESTS.replace("fn nonempty() {\n", "fn nonempty() {\n    use super::super::*;\n")
+    jobs = [{"id": "r", "source": TRAIT_RIGHT, "tests": TRAIT_TESTS}]
+    jobs += [{"id": f"w{i}", "source": wrong, "tests": t} for i, t in enumerate((TRAIT_TESTS, inner))]
+    jobs += [{"id": "r2", "source": TRAIT_RIGHT, "tests": TRAIT_TESTS}]
+    results = grader.grade(jobs)
+    assert [r.status for r in results] == [Status.OK, Status.TEST_FAILURE, Status.TEST_FAILURE, Status.OK], [
+        (r.reason, r.output_tail[-300:]) for r in results
+    ]
+    assert all(r.tests.hidden.passed == 0 for r in results[1:3])
+
+
+def test_a_trait_that_cannot_stand_in_for_std_serves_the_tests_unnamed(grader):
+    """A program that answers with a trait of its own, by reference, for its own type (Exercism's
+    queen-attack reference does): the tests call the method without naming the trait, and pass."""
+    source = (
+        "pub struct Queen(i32);\npub trait Piece {\n    fn attacks(&self, other: &Queen) -> bool;\n}\n"
+        "impl Piece for Queen {\n    fn attacks(&self, other: &Queen) -> bool {\n        self.0 == other.0\n    }\n}\n"
+    )
+    tests = "#[test]\nfn same_row() {\n    assert!(Queen(1).attacks(&Queen(1)));\n    assert!(!Queen(1).attacks(&Queen(2)));\n}\n"
+    (result,) = grader.grade([{"id": "q", "source": source, "tests": tests}])
+    assert result.status is Status.OK, (result.reason, result.output_tail)
+
+
+def test_a_trait_the_tests_name_stays_theirs(grader):
+    """A suite that names the program's trait (the asked one) still calls its methods."""
+    source = 'pub trait Greet {\n    fn hi(&self) -> String;\n}\nimpl Greet for u8 {\n    fn hi(&self) -> String {\n        format!("hi {self}")\n    }\n}\n'
+    tests = '#[test]\nfn greets() {\n    fn check<T: Greet>(t: T) -> String {\n        t.hi()\n    }\n    assert_eq!(check(3u8), "hi 3");\n}\n'
+    (result,) = grader.grade([{"id": "g", "source": source, "tests": tests}])
+    assert result.status is Status.OK, (result.reason, result.output_tail)
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        ("mod inner { pub trait Sure {} }\npub use inner::Sure as _;\npub fn items() {}\n", True),
+        ("macro_rules! mk { ($t:ident) => { pub trait $t {} } }\nmk!(Sure);\npub fn items() {}\n", True),
+        ("#![allow(non_camel_case_types)]\npub fn items() {}\npub trait items {}\n", True),  # `use super::items;`
+        (
+            'use std::fmt::Write as _;\npub fn items() -> String { let mut s = String::new(); write!(s, "x").unwrap(); s }\n',
+            False,
+        ),
+    ],
+)
+def test_traits_that_no_name_could_shadow_are_refused(grader, source, refused):
+    (result,) = grader.grade([{"id": "x", "source": source, "tests": "#[test]\nfn t() {\n    items();\n}\n"}])
+    assert (result.status is Status.INVALID_INPUT) == refused, (result.status, result.reason)
+    if refused:
+        assert "trait" in (result.reason or "") or "anonymously" in (result.reason or "")
+
+
+def test_exercism_suites_name_the_traits_their_stub_declares():
+    from rust_grpo.importers import name_stub_traits
+
+    tests = '#![allow(clippy::all)]\nuse luhn_trait::*;\n#[test]\nfn t() { assert!("059".valid_luhn()); }\n'
+    named = name_stub_traits(tests, "pub trait Luhn {\n    fn valid_luhn(&self) -> bool;\n}\n", "luhn_trait")
+    assert named.startswith("#![allow(clippy::all)]\n#[allow(unused_imports)] use luhn_trait::{Luhn};\n")
+    assert name_stub_traits(named, "pub trait Luhn {}", "luhn_trait") == named  # named once
