@@ -21,7 +21,7 @@ from .status import Status
 
 log = logging.getLogger("reward_sandbox")
 
-HARNESS_VERSION = "9"  # bump when grading logic changes what a result says
+HARNESS_VERSION = "10"  # bump when grading logic changes what a result says
 UNCACHEABLE = {Status.SANDBOX_ERROR, Status.INVALID_INPUT}  # our fault or the input's, never the program's
 
 

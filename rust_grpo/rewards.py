@@ -179,9 +179,9 @@ class RewardContext:
             i for i, r in results.items() if r.tests.own.passed and (audit := audits[i]) is not None and audit.tests
         ]
         mutant_results: dict[tuple[int, str], Result] = {}
-        # A batched run differs from a run alone in what a test can see (std linked dynamically, the
-        # batch's filter): those programs' own tests are graded again as their wrong versions are,
-        # alongside the first of them.
+        # A batched run differs from a run alone in what a test can see (the binary holds the batch's
+        # other programs, and the batch's filter): those programs' own tests are graded again as their
+        # wrong versions are, alongside the first of them.
         again: dict[Any, Job | InvalidJob] = {
             (i, "program"): self._mutant_job(programs[i], parsed[i].code or "", f"{i}:program")
             for i in owners
