@@ -211,6 +211,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits, check_fir
             work,
             "--extern",
             f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
+            *crate_flags(job),  # the library's crates, which the tests may use too
             f"{src}/{asm.test_path}",
             "-o",
             f"{work}/test_bin",

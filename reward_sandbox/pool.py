@@ -22,7 +22,7 @@ from .crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_
 from .crates import ensure as ensure_crates
 from .grader import Slot, grade_job
 from .isolation import BWRAP, choose_level
-from .jobs import InvalidJob, Job, TestMode
+from .jobs import InvalidJob, Job
 from .limits import Limits
 from .results import Result, invalid_result
 from .slots import UidLease
@@ -114,15 +114,10 @@ class Grader:
 
     def _crate_key(self, job: Job) -> str:
         """The crate set's key for a job that links crates ('' for a std-only one), building the set
-        first if no process has. Integration-mode test crates are built without the crate flags, so
-        such jobs are refused rather than failed as if the program were at fault."""
+        first if no process has."""
         names = job_crates(job)
         if not names:
             return ""
-        if job.test_mode is TestMode.INTEGRATION:
-            raise InvalidJob(
-                f"job {job.id!r}: crates ({', '.join(names)}) are available in unit and main mode only", job_id=job.id
-            )
         built = ensure_crates(self.toolchain.version, self.toolchain.cargo)
         if self.level != BWRAP:  # no bind, no /.cargo/config.toml: the set is read where it lies
             if self.backend != FAST:

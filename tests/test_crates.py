@@ -126,15 +126,18 @@ def test_cache_and_batch_keys_hold_the_crate_set() -> None:
     assert batch_key(regex) == batch_key(Job(id="b", source="use regex::Regex; pub fn g() {}", tests=plain.tests))
 
 
-def test_integration_mode_jobs_with_crates_are_refused_clearly(grader) -> None:
-    job = {
-        "id": "i",
-        "source": "use regex::Regex;\npub fn f() {}",
-        "test_mode": "integration",
-        "tests": "#[test]\nfn t() {}",
-    }
-    (result,) = grader.grade([job])
-    assert result.status.value == "invalid_input" and "unit and main mode" in result.reason
+def test_integration_mode_links_the_crates_for_the_library_and_its_test_crate(grader) -> None:
+    """Exercism-style jobs: the library uses regex, and so may the separate test crate."""
+    source = 'use regex::Regex;\npub fn digits(s: &str) -> bool {\n    Regex::new(r"^\\d+$").unwrap().is_match(s)\n}\n'
+    tests = 'use solution::*;\n#[test]\nfn t() {\n    assert!(digits("42"));\n    assert!(!digits("4a"));\n'
+    tests += '    assert!(regex::Regex::new("a").unwrap().is_match("a"));\n}\n'
+    wrong = source.replace("is_match(s)", 'is_match("1")')
+    jobs = [
+        {"id": i, "source": s, "test_mode": "integration", "tests": tests} for i, s in (("r", source), ("w", wrong))
+    ]
+    right, bad = grader.grade(jobs)
+    assert right.status.value == "ok", (right.reason, right.output_tail)
+    assert bad.status.value == "test_failure" and bad.tests.hidden.passed == 0
 
 
 # --- the real sandbox -------------------------------------------------------------------------------
