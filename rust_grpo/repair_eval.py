@@ -21,7 +21,7 @@ from .data import Problem, chat_prompt, job_columns
 from .evaluate import SamplingSettings
 from .repair import Episode, run_episodes
 from .rewards import RewardContext
-from .scoring import Completion, _record, summarize
+from .scoring import Completion, score_record, summarize
 
 Chat = list[dict[str, str]]
 ChatGenerator = Callable[[list[Chat]], list[str]]
@@ -108,7 +108,9 @@ def run_repair_eval(
     episodes = run_episodes(ChatPolicy(chats, generate), columns, context, weights, max_turns, max_feedback_chars)
     records = []
     for k, (problem, episode) in enumerate(zip(rows, episodes)):
-        record = _record(Completion(problem.id, episode.final.text, k % samples), episode.final.evaluation, min_tests)
+        record = score_record(
+            Completion(problem.id, episode.final.text, k % samples), episode.final.evaluation, min_tests
+        )
         record["turns"] = _turns(episode)
         records.append(record)
     return records

@@ -78,7 +78,7 @@ def score_completions(
         if problems and c.problem_id not in problems:
             records.append(_unknown_record(c))
         else:
-            records.append(_record(c, next(evaluations), min_tests))
+            records.append(score_record(c, next(evaluations), min_tests))
     return records
 
 
@@ -93,7 +93,8 @@ def _unknown_record(c: Completion) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _record(c: Completion, e: Evaluation, min_tests: int) -> dict[str, Any]:
+def score_record(c: Completion, e: Evaluation, min_tests: int) -> dict[str, Any]:
+    """One line of ``results.jsonl``: a completion's verdicts and every reward training would pay."""
     r = e.result
     hidden = r.tests.hidden if r else None
     record: dict[str, Any] = {
