@@ -50,7 +50,8 @@ _PUB_CRATE = re.compile(r"\bpub\s*\(\s*crate\s*\)")
 _CRATE = re.compile(r"\bcrate\b")
 _REFUSED = re.compile(
     r"\b(?:macro_export|type_name|type_name_of_val|module_path|Location|Backtrace|ThreadId|no_mangle|export_name|"
-    r"link_section|extern|unsafe)\b|#\s*\[\s*path\b|\b(?:include|include_str|include_bytes|file)\s*!"
+    r"link_section|extern|unsafe|include|include_str|include_bytes|cfg_attr)\b|#\s*\[\s*path\b|\bfile\s*!"
+    r"|\b(?:std|core)\s*::\s*file\b|\bfile\s+as\b"  # `use std::file as here;` (paths differ in a batch)
     r"|\bthread\s*::\s*current\b"
 )
 _TOKEN = re.compile(r"\bmod\s+\w+\s*\{|\bsuper\b(?:\s*::\s*super\b)*|[{}]")

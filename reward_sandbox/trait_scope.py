@@ -103,27 +103,50 @@ _TYPE_BEFORE = {"dyn", "impl", "as", "for", "where"}
 _TYPE_ITEMS = {"struct", "enum", "union", "trait", "type", "mod"}  # the tests' own items of those names
 
 
-def type_names(tests: str) -> set[str]:
-    """Names ``tests`` use where a trait can be meant: in a ``use`` declaration, before ``::`` or
-    ``<``, after a single ``:`` (a bound or a type), ``+``, ``dyn``, ``impl``, ``as``, ``for`` or
-    ``where``. A name only called (``items(3)``), or a local (``v.len()``), is no trait of theirs."""
-    toks = _significant(tests)
+def _use_bindings(decl: list[tuple[str, str]]) -> set[str]:
+    """The names one ``use`` declaration binds: each leaf of its tree (``HashSet`` of
+    ``std::collections::HashSet``), an ``as`` name in place of what it renames, and for ``self`` in a
+    group the module before the group. Path segments in between bind nothing."""
     names: set[str] = set()
-    for decl in _use_declarations(toks):
-        names |= {_name(s) for kind, s in decl if kind == "ident"}
-    for i, (kind, text) in enumerate(toks):
-        before = [s for _, s in toks[max(0, i - 2) : i]]
-        if kind == "ident" and before[-1:] != ["fn"] and _type_position(before, [s for _, s in toks[i + 1 : i + 3]]):
-            names.add(_name(text))
+    texts = [s for _, s in decl]
+    for k, (kind, text) in enumerate(decl):
+        after = texts[k + 1 : k + 3]
+        if kind != "ident" or after[:2] == [":", ":"] or after[:1] == ["as"] or text == "as":
+            continue
+        if text == "self":  # `use std::io::{self, Read}` binds `io`
+            depth, j = 0, k - 1
+            while j >= 0 and not (texts[j] == "{" and depth == 0):
+                depth += {"}": 1, "{": -1}.get(texts[j], 0)
+                j -= 1
+            names |= {_name(texts[j - 3])} if j >= 3 and texts[j - 2 : j] == [":", ":"] else set()
+            continue
+        names.add(_name(text))
     return names
 
 
-def _type_position(before: list[str], after: list[str]) -> bool:
-    if after[:2] == [":", ":"] or after[:1] == ["<"]:  # a path or a generic: `Shape::new`, `Stack<T>`
-        return True
-    if before[-1:] == [":"]:  # `x: Shape`, `T: Shape` (not the `::` of a path)
-        return before[-2:-1] != [":"]
-    return bool(before) and (before[-1] in _TYPE_BEFORE or before[-1] == "+" or before[-1] in _TYPE_ITEMS)
+def type_names(tests: str) -> set[str]:
+    """Names the ``tests`` look up in their own scope where a trait can be meant: the names their
+    ``use`` declarations bind, and the first segment of a path (``Shape::new``) or a name after a
+    single ``:`` (a bound or a type), ``+``, ``dyn``, ``impl``, ``as``, ``for``, ``where``, or before
+    ``<``. A name after ``::`` or ``.`` is looked up elsewhere (``std::collections``, ``v.len``), and a
+    name only called (``items(3)``) is a value: neither keeps a program trait of that name in scope."""
+    toks = _significant(tests)
+    names: set[str] = set()
+    for decl in _use_declarations(toks):
+        names |= _use_bindings(decl)
+    texts = [s for _, s in toks]
+    for i, (kind, text) in enumerate(toks):
+        before, after = texts[max(0, i - 2) : i], texts[i + 1 : i + 3]
+        if kind != "ident" or before[-1:] in (["fn"], ["."]) or before == [":", ":"]:
+            continue
+        if (
+            after[:2] == [":", ":"]
+            or after[:1] == ["<"]
+            or before[-1:] == [":"]
+            or (before and (before[-1] in _TYPE_BEFORE or before[-1] == "+" or before[-1] in _TYPE_ITEMS))
+        ):
+            names.add(_name(text))
+    return names
 
 
 def value_names(source: str) -> set[str]:
@@ -138,93 +161,8 @@ def value_names(source: str) -> set[str]:
     return out
 
 
-def _block_end(toks: list[tuple[str, str]], i: int) -> int:
-    """Index just past the ``{...}`` group opening at or after ``i`` (len(toks) when none closes)."""
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j][1] == "{":
-            depth += 1
-        elif toks[j][1] == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return len(toks)
-
-
-def _trait_methods(toks: list[tuple[str, str]], name: str) -> dict[str, bool] | None:
-    """The methods trait ``name`` declares, each with whether it takes ``self`` by reference (or
-    takes no ``self``); None when the trait is not declared exactly once."""
-    starts = [i for i in range(len(toks) - 1) if toks[i] == ("ident", "trait") and _name(toks[i + 1][1]) == name]
-    if len(starts) != 1:
-        return None
-    i = starts[0]
-    while i < len(toks) and toks[i][1] not in ("{", ";"):
-        i += 1
-    body = toks[i : _block_end(toks, i)]
-    methods = {}
-    for k in range(len(body) - 2):
-        if body[k] == ("ident", "fn") and body[k + 1][0] == "ident":
-            j = k + 2
-            while j < len(body) and body[j][1] != "(":
-                j += 1
-            params = [s for _, s in body[j + 1 : j + 5]]
-            by_value = (
-                "self" in params[:2]
-                and params[:1] != ["&"]
-                and not (params[:2] == ["self", ":"] and params[2:3] == ["&"])
-            )
-            methods[_name(body[k + 1][1])] = not by_value
-    return methods
-
-
-def _impl_targets(toks: list[tuple[str, str]], name: str) -> list[list[str]]:
-    """The self types (as tokens) of every ``impl ... name ... for TYPE``."""
-    out = []
-    for i, (kind, text) in enumerate(toks):
-        if (kind, text) != ("ident", "impl"):
-            continue
-        j, depth, saw_trait = i + 1, 0, False
-        while j < len(toks) and not (depth == 0 and toks[j][1] in ("{", ";")):
-            if toks[j][1] == "<":
-                depth += 1
-            elif toks[j][1] == ">":
-                depth -= 1
-            elif depth == 0 and toks[j][0] == "ident" and _name(toks[j][1]) == name:
-                saw_trait = True
-            elif depth == 0 and toks[j] == ("ident", "for") and saw_trait:
-                end = j + 1
-                while end < len(toks) and toks[end][1] not in ("{", "where"):
-                    end += 1
-                out.append([s for _, s in toks[j + 1 : end]])
-                break
-            j += 1
-    return out
-
-
-def _needed(source: str, name: str, called: set[str]) -> bool:
-    """Whether trait ``name`` of the program may stay in the tests' scope unnamed: the tests call one
-    of its methods, and it cannot stand in for a std method. Method lookup tries by-value receivers
-    before references, and a receiver's own type before what it derefs to, so that holds when every
-    method takes ``&self``/``&mut self`` (or no ``self``) and every impl is for a type the program
-    declares itself, by value (not ``&T``, a std type, or a blanket ``T``); std's inherent methods of
-    the same name then win, and std's trait methods make the call ambiguous (a compile error)."""
-    toks = _significant(source)
-    methods = _trait_methods(toks, name)
-    if not methods or not called & set(methods) or not all(methods.values()):
-        return False
-    own_types = {
-        _name(b[1]) for a, b in itertools.pairwise(toks) if a[1] in ("struct", "enum", "union") and b[0] == "ident"
-    }
-    targets = _impl_targets(toks, name)
-    return bool(targets) and all(t[:1] and t[0] in own_types and t[1:2] in ([], ["<"]) for t in targets)
-
-
 def shadowing_items(source: str, tests: str) -> str:
-    """Item declarations (one line) that keep the program's traits out of the ``tests``' scope, but
-    for the names they use where a trait can be meant (``type_names``) and the traits whose methods
-    they call and which cannot stand in for std's (``_needed``); empty when there is none."""
-    toks = _significant(tests)
-    called = {_name(b[1]) for a, b in itertools.pairwise(toks) if a[1] in (".", ":") and b[0] == "ident"}
-    candidates = program_traits(source) - type_names(tests)
-    hidden = sorted(name for name in candidates if not _needed(source, name, called))
+    """Item declarations (one line) that keep every program trait out of the ``tests``' scope but for
+    the names they look up where a trait can be meant (``type_names``); empty when there is none."""
+    hidden = sorted(program_traits(source) - type_names(tests))
     return "".join(f"#[allow(warnings)] trait {name} {{}} " for name in hidden)

@@ -493,7 +493,11 @@ def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(me
 
 # A program trait with a by-value method is found before std's by-reference inherent one: through the
 # tests' glob it used to answer `v.is_empty()` for them (a wrong `items` passed `!items(3).is_empty()`).
-TRAIT_TESTS = "#[test]\nfn nonempty() {\n    assert!(!items(3).is_empty());\n    assert!(items(0).is_empty());\n}\n"
+TRAIT_TESTS = (  # a wrong program passes one of the two only through its trait
+    "use std::collections::HashSet;\n#[test]\nfn nonempty() {\n    assert!(!items(3).is_empty());\n"
+    "    assert!(items(0).is_empty());\n    assert!(HashSet::<i32>::new().is_empty());\n}\n"
+    "#[test]\nfn holds() {\n    assert!(items(3).contains(&2));\n}\n"
+)
 TRAIT_RIGHT = "pub fn items(n: usize) -> Vec<i32> {\n    (0..n as i32).collect()\n}\n"
 TRAIT_OVERRIDES = {
     "declared": "pub trait Sure {\n    fn is_empty(self) -> bool;\n}\n"
@@ -507,6 +511,24 @@ TRAIT_OVERRIDES = {
     "    impl Sure for Vec<i32> {\n        fn is_empty(self) -> bool {\n            self.capacity() == 7\n        }\n    }\n}\n"
     "pub use inner::*;\n",
 }
+# found by a red team against an earlier rule that let by-reference traits for "own" types stay in scope
+TRAIT_OVERRIDES["deref_slice_method"] = (
+    "mod decoy {\n    pub struct Vec;\n}\npub trait Sure {\n    fn contains(&self, _x: &i32) -> bool {\n        true\n    }\n}\n"
+    "impl Sure for Vec<i32> {}\n"
+)
+TRAIT_OVERRIDES["blanket_named_like_own"] = (
+    "pub struct Own;\npub trait Sure {\n    fn contains(&self, _x: &i32) -> bool {\n        true\n    }\n}\n"
+    "impl<Own> Sure for Own {}\n"
+)
+TRAIT_OVERRIDES["macro_methods"] = (
+    "macro_rules! byval {\n    () => {\n        fn is_empty(self) -> bool where Self: Sized {\n            false\n        }\n    };\n}\n"
+    "pub trait Sure {\n    byval!();\n}\nimpl Sure for Vec<i32> {}\n"
+)
+TRAIT_OVERRIDES["named_like_a_use_segment"] = (
+    "#[allow(non_camel_case_types)]\npub trait collections {\n    fn is_empty(self) -> bool where Self: Sized {\n"
+    "        false\n    }\n    fn contains(&self, _x: &i32) -> bool {\n        true\n    }\n}\n"
+    "impl collections for Vec<i32> {}\n"
+)
 TRAIT_WRONG = "pub fn items(n: usize) -> Vec<i32> {\n    Vec::with_capacity(if n == 0 { 7 } else { 0 })\n}\n"
 
 
@@ -525,16 +547,23 @@ def test_a_program_trait_cannot_answer_the_hidden_tests_method_calls(grader, sha
     assert all(r.tests.hidden.passed == 0 for r in results[1:3])
 
 
-def test_a_trait_that_cannot_stand_in_for_std_serves_the_tests_unnamed(grader):
-    """A program that answers with a trait of its own, by reference, for its own type (Exercism's
-    queen-attack reference does): the tests call the method without naming the trait, and pass."""
+def test_a_helper_trait_serves_the_tests_only_when_they_name_it(grader):
+    """Exercism's queen-attack reference answers through a trait of its own the tests do not name:
+    shadowed, the tests do not compile against it (the price of the rule; the README says so), and
+    they do when they name it."""
     source = (
         "pub struct Queen(i32);\npub trait Piece {\n    fn attacks(&self, other: &Queen) -> bool;\n}\n"
         "impl Piece for Queen {\n    fn attacks(&self, other: &Queen) -> bool {\n        self.0 == other.0\n    }\n}\n"
     )
     tests = "#[test]\nfn same_row() {\n    assert!(Queen(1).attacks(&Queen(1)));\n    assert!(!Queen(1).attacks(&Queen(2)));\n}\n"
-    (result,) = grader.grade([{"id": "q", "source": source, "tests": tests}])
-    assert result.status is Status.OK, (result.reason, result.output_tail)
+    unnamed, named = grader.grade(
+        [
+            {"id": "u", "source": source, "tests": tests},
+            {"id": "n", "source": source, "tests": "use super::Piece;\n" + tests},
+        ]
+    )
+    assert unnamed.status is Status.TEST_FAILURE and "do not compile" in (unnamed.reason or ""), unnamed.reason
+    assert named.status is Status.OK, (named.reason, named.output_tail)
 
 
 def test_a_trait_the_tests_name_stays_theirs(grader):
@@ -571,3 +600,24 @@ def test_exercism_suites_name_the_traits_their_stub_declares():
     named = name_stub_traits(tests, "pub trait Luhn {\n    fn valid_luhn(&self) -> bool;\n}\n", "luhn_trait")
     assert named.startswith("#![allow(clippy::all)]\n#[allow(unused_imports)] use luhn_trait::{Luhn};\n")
     assert name_stub_traits(named, "pub trait Luhn {}", "luhn_trait") == named  # named once
+
+
+def test_paths_that_differ_in_a_batch_send_the_program_alone_however_spelled():
+    """`include_str!` through an alias resolved from the batch's module directory: a program that did
+    not compile alone compiled batched. Such programs (and `file!` aliases, `cfg_attr`) go alone."""
+    tests = "#[test]\nfn t() {\n    assert_eq!(a(), 1);\n}\n"
+    programs = {
+        "include_alias": 'use std::include_str as inc;\npub fn a() -> i32 { 1 }\npub fn m() -> usize { inc!("../Cargo.toml").len() }\n',
+        "file_alias": "use std::file as here;\npub fn a() -> i32 { if here!().contains('/') { 1 } else { 1 } }\n",
+        "cfg_attr_path": '#[cfg_attr(all(), path = "x.rs")]\npub mod m {}\npub fn a() -> i32 { 1 }\n',
+    }
+    jobs = [{"id": k, "source": v, "tests": tests} for k, v in programs.items()]
+    jobs += [{"id": "plain", "source": "pub fn a() -> i32 { 1 }\n", "tests": tests}]
+    verdicts = {}
+    for batch in (True, False):
+        with Grader(workers=2, isolation="strict", limits=TEST_LIMITS, cache=ResultCache(), batch=batch) as g:
+            verdicts[batch] = [(r.status, r.tests.hidden.passed) for r in g.grade(jobs)]
+            if batch:
+                batched = [r.id for r in g.grade(jobs) if "batch" in r.measures]
+    assert verdicts[True] == verdicts[False]
+    assert "include_alias" not in batched and "file_alias" not in batched and "cfg_attr_path" not in batched
