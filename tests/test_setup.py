@@ -86,7 +86,10 @@ def test_make_setup_runs_it_before_demo_and_test():
     if make is None:
         pytest.skip("no make")
     for target in ("demo", "test", "setup"):
-        dry = subprocess.run([make, "-n", target], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+        # --no-print-directory: under `make test` the nested make would say "Entering directory" first
+        dry = subprocess.run(
+            [make, "--no-print-directory", "-n", target], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout
         assert dry.splitlines()[0] == "bash scripts/system_packages.sh", (target, dry)
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in ci and "apt-get" not in ci  # one place installs them: the Makefile's script
