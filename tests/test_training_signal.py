@@ -19,6 +19,21 @@ def rows_of(trainer, ids, group):
     return [dict(by_id[i]) for i in ids for _ in range(group)]
 
 
+def score_with_one_flat_group(cfg):
+    """One scored step of two prompts x 4 whose first prompt's group ties (all rewards 1): the
+    trainer's output and its metrics."""
+    flat_id = None
+
+    def tie_on_one_problem(completions, id, **_):
+        return [1.0 if pid == flat_id else float(i % 4) for i, pid in enumerate(id)]
+
+    trainer, _ = build_trainer(cfg, reward_funcs=[tie_on_one_problem])
+    ids = [row["id"] for row in trainer.train_dataset]
+    flat_id = ids[0]
+    trainer.model.train()
+    return trainer._generate_and_score_completions(rows_of(trainer, ids[:2], 4)), trainer._metrics["train"]
+
+
 def test_dynamic_sampling_replaces_a_flat_group_with_a_drawn_one(tmp_path):
     """The first problem's group ties (all rewards 1); the refill draws more prompts until the batch
     holds two groups with variance, and the merged batch is whole (8 rows, every tensor aligned)."""
@@ -29,17 +44,7 @@ def test_dynamic_sampling_replaces_a_flat_group_with_a_drawn_one(tmp_path):
         "train.per_device_train_batch_size=8",
         "data.max_rows=3",
     )
-    flat_id = None
-
-    def tie_on_one_problem(completions, id, **_):
-        return [1.0 if pid == flat_id else float(i % 4) for i, pid in enumerate(id)]
-
-    trainer, _ = build_trainer(cfg, reward_funcs=[tie_on_one_problem])
-    ids = [row["id"] for row in trainer.train_dataset]
-    flat_id = ids[0]
-    trainer.model.train()
-    out = trainer._generate_and_score_completions(rows_of(trainer, ids[:2], 4))
-    m = trainer._metrics["train"]
+    out, m = score_with_one_flat_group(cfg)
     assert m["dynamic/zero_variance_share_sampled"] == [0.5]
     assert m["dynamic/groups_kept"] == [2.0] and m["dynamic/zero_variance_share"] == [0.0]
     assert m["dynamic/prompts_drawn"][0] in (4.0, 6.0) and m["dynamic/rounds"][0] >= 1
@@ -170,17 +175,7 @@ def test_dynamic_sampling_draws_whole_repair_episodes(tmp_path):
         "train.per_device_train_batch_size=8",
         "data.max_rows=3",
     )
-    flat_id = None
-
-    def tie_on_one_problem(completions, id, **_):
-        return [1.0 if pid == flat_id else float(i % 4) for i, pid in enumerate(id)]
-
-    trainer, _ = build_trainer(cfg, reward_funcs=[tie_on_one_problem])
-    ids = [row["id"] for row in trainer.train_dataset]
-    flat_id = ids[0]
-    trainer.model.train()
-    out = trainer._generate_and_score_completions(rows_of(trainer, ids[:2], 4))
-    m = trainer._metrics["train"]
+    out, m = score_with_one_flat_group(cfg)
     assert m["dynamic/groups_kept"] == [2.0] and m["dynamic/prompts_drawn"] == [4.0]
     assert "repair/turns" in m  # the drawn rows ran as episodes
     assert out["tool_mask"].shape == out["completion_ids"].shape
