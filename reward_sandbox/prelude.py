@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from .rustlex import LexError, code_only, tokens
+from .rustlex import LexError, code_only, code_tokens
 
 # std::prelude::v1 as of Rust 1.85+ (items, not macros: those are STD_MACROS in assemble.py)
 _V1 = (
@@ -104,7 +104,7 @@ def _idents(text: str) -> tuple[set[str], set[str]]:
     """Every identifier of ``text`` and those it binds itself (after an item keyword or ``as``, or
     anywhere in a ``use`` declaration); text that does not lex counts as binding nothing."""
     try:
-        toks = [(t.kind, text[t.start : t.end]) for t in tokens(text) if not t.trivia]
+        toks = code_tokens(text)
     except LexError:
         return set(), set()
     used = {s for kind, s in toks if kind == "ident"}

@@ -128,6 +128,11 @@ def tokens(text: str) -> Iterator[Token]:
         pos = token.end
 
 
+def code_tokens(text: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` of every token but whitespace and comments, in order (raises :class:`LexError`)."""
+    return [(t.kind, text[t.start : t.end]) for t in tokens(text) if not t.trivia]
+
+
 def code_only(text: str, keep_delimiters: bool = False) -> str:
     """``text`` with comments, strings and char literals blanked (lengths and newlines kept), so that
     patterns searched in it match code only. ``keep_delimiters`` keeps a literal's first and last

@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import itertools
 
-from .rustlex import LexError, tokens
+from .rustlex import LexError, code_tokens
 
 _STD_ROOTS = {"std", "core", "alloc"}
 
 
-def _significant(code: str) -> list[tuple[str, str]]:
+Toks = list[tuple[str, str]]
+
+
+def _significant(code: str) -> Toks:
+    """The code's tokens; none for text that does not lex (rustc refuses it: nothing to shadow)."""
     try:
-        return [(t.kind, code[t.start : t.end]) for t in tokens(code) if not t.trivia]
+        return code_tokens(code)
     except LexError:
         return []
 
@@ -36,7 +40,7 @@ def _name(ident: str) -> str:
     return ident.removeprefix("r#")
 
 
-def _use_declarations(toks: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+def _use_declarations(toks: Toks) -> list[Toks]:
     """The tokens of each ``use ...;`` (macro bodies included: a macro may expand to one)."""
     out, i = [], 0
     while i < len(toks):
@@ -50,7 +54,7 @@ def _use_declarations(toks: list[tuple[str, str]]) -> list[list[tuple[str, str]]
     return out
 
 
-def _root(decl: list[tuple[str, str]], k: int) -> str:
+def _root(decl: Toks, k: int) -> str:
     """The crate or module a ``use`` tree's path at token ``k`` starts from: the declaration's first
     name, or, in a top-level group (``use {a::B, c::D as _};``), the first name of ``k``'s element."""
     start = 0
@@ -71,7 +75,10 @@ def _root(decl: list[tuple[str, str]], k: int) -> str:
 def program_traits(source: str) -> set[str]:
     """Names under which ``source`` may put a trait of its own in a glob's reach: every trait it
     declares, and every name it gives an import with ``as`` (a renamed re-export of its trait)."""
-    toks = _significant(source)
+    return _traits(_significant(source))
+
+
+def _traits(toks: Toks) -> set[str]:
     names = {_name(b[1]) for a, b in itertools.pairwise(toks) if a == ("ident", "trait") and b[0] == "ident"}
     for decl in _use_declarations(toks):
         names |= {_name(b[1]) for a, b in itertools.pairwise(decl) if a == ("ident", "as") and b[0] == "ident"}
@@ -81,7 +88,7 @@ def program_traits(source: str) -> set[str]:
 def scope_refusal(source: str) -> str | None:
     """Why ``source`` could put a trait in the hidden tests' scope under no name we can shadow, or None."""
     toks = _significant(source)
-    both = program_traits(source) & value_names(source)
+    both = _traits(toks) & _values(toks)
     if both:  # a test's `use super::items;` of the function would bring the trait in too
         return f"names a trait like one of its functions or constants ({', '.join(sorted(both))}): rename it"
     for a, b in itertools.pairwise(toks):
@@ -103,7 +110,7 @@ _TYPE_BEFORE = {"dyn", "impl", "as", "for", "where"}
 _TYPE_ITEMS = {"struct", "enum", "union", "trait", "type", "mod"}  # the tests' own items of those names
 
 
-def _use_bindings(decl: list[tuple[str, str]]) -> set[str]:
+def _use_bindings(decl: Toks) -> set[str]:
     """The names one ``use`` declaration binds: each leaf of its tree (``HashSet`` of
     ``std::collections::HashSet``), an ``as`` name in place of what it renames, and for ``self`` in a
     group the module before the group. Path segments in between bind nothing."""
@@ -151,7 +158,10 @@ def type_names(tests: str) -> set[str]:
 
 def value_names(source: str) -> set[str]:
     """Names ``source`` declares in the value namespace (functions, constants, statics)."""
-    toks = _significant(source)
+    return _values(_significant(source))
+
+
+def _values(toks: Toks) -> set[str]:
     out = set()
     for i in range(len(toks) - 1):
         if toks[i][0] == "ident" and toks[i][1] in ("fn", "const", "static"):
