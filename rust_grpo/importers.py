@@ -116,10 +116,10 @@ def name_stub_traits(tests: str, stub: str, crate: str) -> str:
     naming it: the hidden tests see only the program traits they name (``reward_sandbox.trait_scope``),
     and an exercise such as luhn-trait calls ``"059".valid_luhn()`` through its glob import alone."""
     from reward_sandbox.rustlex import inner_attributes_end
-    from reward_sandbox.trait_scope import program_traits
+    from reward_sandbox.trait_scope import program_traits, type_names
 
-    named = set(re.findall(r"[A-Za-z_]\w*", tests))
-    missing = sorted(program_traits(stub) - named)
+    # the names the grader keeps in the tests' scope (a word in a comment or a path segment is none)
+    missing = sorted(program_traits(stub) - type_names(tests))
     if not missing:
         return tests
     at = inner_attributes_end(tests)

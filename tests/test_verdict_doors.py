@@ -600,6 +600,8 @@ def test_exercism_suites_name_the_traits_their_stub_declares():
     named = name_stub_traits(tests, "pub trait Luhn {\n    fn valid_luhn(&self) -> bool;\n}\n", "luhn_trait")
     assert named.startswith("#![allow(clippy::all)]\n#[allow(unused_imports)] use luhn_trait::{Luhn};\n")
     assert name_stub_traits(named, "pub trait Luhn {}", "luhn_trait") == named  # named once
+    commented = name_stub_traits("// Luhn\nuse luhn_trait::*;\n", "pub trait Luhn {}", "luhn_trait")
+    assert "use luhn_trait::{Luhn};" in commented  # a comment is no name the grader keeps in scope
 
 
 def test_paths_that_differ_in_a_batch_send_the_program_alone_however_spelled():
