@@ -282,6 +282,7 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
 def cmd_data_import(args: argparse.Namespace) -> int:
     from reward_sandbox.outfiles import check_output_file
 
+    from .data import DataError
     from .importers import import_problems, summarize_skips, write_problems
 
     check_output_file(Path(args.out), overwrite=args.overwrite)
@@ -289,10 +290,9 @@ def cmd_data_import(args: argparse.Namespace) -> int:
     for line in summarize_skips(skipped):
         log.warning("skipped %s", line)
     if not problems:
-        print(f"rust-grpo: error: nothing imported from {args.source} ({len(skipped)} skipped)", file=sys.stderr)
-        return 2
+        raise DataError(f"nothing imported from {args.source} ({len(skipped)} skipped)")
     write_problems(Path(args.out), problems)
-    print(f"imported {len(problems)} problems ({len(skipped)} skipped) -> {args.out}")
+    print(f"imported {plural(len(problems), 'problem')} ({len(skipped)} skipped) -> {args.out}")
     return 0
 
 
