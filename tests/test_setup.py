@@ -24,9 +24,13 @@ BASH = shutil.which("bash") or "/bin/bash"
 
 def run_with_tools(tmp_path: Path, keep: list[str], as_user: bool = False) -> subprocess.CompletedProcess[str]:
     """The script with only ``keep`` (and ``id``) on PATH; ``as_user``: as uid/gid 65534 (so the
-    links live where that user can reach them: pytest's own temporary folders are root's only)."""
+    links, and a copy of the script, live where that user can reach them: pytest's own temporary
+    folders are root's only, and so may be the checkout, e.g. a clone in ``mktemp -d``)."""
     bin_dir = Path(tempfile.mkdtemp(prefix="bin-", dir=tmp_path if not as_user else None))
     bin_dir.chmod(0o755)
+    script = bin_dir / SCRIPT.name
+    shutil.copyfile(SCRIPT, script)
+    script.chmod(0o644)
     for tool in [*keep, "id"]:
         found = shutil.which(tool)
         if found is None:
@@ -41,7 +45,7 @@ def run_with_tools(tmp_path: Path, keep: list[str], as_user: bool = False) -> su
         pytest.skip("the root path of the script needs root")
     try:
         return subprocess.run(
-            [*prefix, BASH, str(SCRIPT)],
+            [*prefix, BASH, str(script)],
             env={"PATH": str(bin_dir), "LANG": "C"},
             capture_output=True,
             text=True,
