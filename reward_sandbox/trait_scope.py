@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 
 from .rustlex import LexError, code_tokens
+from .usetree import Binding, ident_name, join_paths, use_tree
 
 _STD_ROOTS = {"std", "core", "alloc"}
 
@@ -34,10 +35,6 @@ def _significant(code: str) -> Toks:
         return code_tokens(code)
     except LexError:
         return []
-
-
-def _name(ident: str) -> str:
-    return ident.removeprefix("r#")
 
 
 def _use_declarations(toks: Toks) -> list[Toks]:
@@ -54,24 +51,6 @@ def _use_declarations(toks: Toks) -> list[Toks]:
     return out
 
 
-def _root(decl: Toks, k: int) -> str:
-    """The crate or module a ``use`` tree's path at token ``k`` starts from: the declaration's first
-    name, or, in a top-level group (``use {a::B, c::D as _};``), the first name of ``k``'s element."""
-    start = 0
-    if any(s == "{" for _, s in decl[:1]) or [s for _, s in decl[:3]] == [":", ":", "{"]:
-        depth = 0
-        for i, (_, s) in enumerate(decl[:k]):
-            if s == "{":
-                depth += 1
-                if depth == 1:
-                    start = i + 1
-            elif s == "}":
-                depth -= 1
-            elif s == "," and depth == 1:
-                start = i + 1
-    return next((_name(s) for kind, s in decl[start:k] if kind == "ident"), "")
-
-
 def program_traits(source: str) -> set[str]:
     """Names under which ``source`` may put a trait of its own in a glob's reach: every trait it
     declares, and every name it gives an import with ``as`` (a renamed re-export of its trait)."""
@@ -79,9 +58,9 @@ def program_traits(source: str) -> set[str]:
 
 
 def _traits(toks: Toks) -> set[str]:
-    names = {_name(b[1]) for a, b in itertools.pairwise(toks) if a == ("ident", "trait") and b[0] == "ident"}
+    names = {ident_name(b[1]) for a, b in itertools.pairwise(toks) if a == ("ident", "trait") and b[0] == "ident"}
     for decl in _use_declarations(toks):
-        names |= {_name(b[1]) for a, b in itertools.pairwise(decl) if a == ("ident", "as") and b[0] == "ident"}
+        names |= {ident_name(b[1]) for a, b in itertools.pairwise(decl) if a == ("ident", "as") and b[0] == "ident"}
     return names - {"_"}
 
 
@@ -95,40 +74,28 @@ def scope_refusal(source: str) -> str | None:
         if a == ("ident", "trait") and b == ("punct", "$"):
             return "declares a trait through a macro parameter (`trait $name`): name the trait in the source"
     for decl in _use_declarations(toks):
-        for k in range(len(decl) - 1):
-            if decl[k] == ("ident", "as") and decl[k + 1] == ("punct", "$"):
-                return "renames an import through a macro parameter (`as $name`): write the name in the source"
-            if decl[k] == ("ident", "as") and decl[k + 1] == ("ident", "_") and _root(decl, k) not in _STD_ROOTS:
-                return (
-                    "imports its own trait anonymously (`use ... as _`), which would reach the hidden "
-                    "tests' method calls unnamed: import it by name"
-                )
+        pairs = list(itertools.pairwise(decl))
+        if (("ident", "as"), ("punct", "$")) in pairs:
+            return "renames an import through a macro parameter (`as $name`): write the name in the source"
+        anonymous = [b for b in _bindings(decl) if b.name == "_"]
+        # an `as _` the tree does not place (it could not be parsed) is refused like a foreign one
+        if pairs.count((("ident", "as"), ("ident", "_"))) > len(anonymous) or any(
+            b.path[:1] and b.path[0] not in _STD_ROOTS for b in anonymous
+        ):
+            return (
+                "imports its own trait anonymously (`use ... as _`), which would reach the hidden "
+                "tests' method calls unnamed: import it by name"
+            )
     return None
+
+
+def _bindings(decl: Toks) -> list[Binding]:
+    """What one ``use`` declaration's tree binds (its tokens after ``use``)."""
+    return use_tree(join_paths([s for _, s in decl]), 0)[0]
 
 
 _TYPE_BEFORE = {"dyn", "impl", "as", "for", "where"}
 _TYPE_ITEMS = {"struct", "enum", "union", "trait", "type", "mod"}  # the tests' own items of those names
-
-
-def _use_bindings(decl: Toks) -> set[str]:
-    """The names one ``use`` declaration binds: each leaf of its tree (``HashSet`` of
-    ``std::collections::HashSet``), an ``as`` name in place of what it renames, and for ``self`` in a
-    group the module before the group. Path segments in between bind nothing."""
-    names: set[str] = set()
-    texts = [s for _, s in decl]
-    for k, (kind, text) in enumerate(decl):
-        after = texts[k + 1 : k + 3]
-        if kind != "ident" or after[:2] == [":", ":"] or after[:1] == ["as"] or text == "as":
-            continue
-        if text == "self":  # `use std::io::{self, Read}` binds `io`
-            depth, j = 0, k - 1
-            while j >= 0 and not (texts[j] == "{" and depth == 0):
-                depth += {"}": 1, "{": -1}.get(texts[j], 0)
-                j -= 1
-            names |= {_name(texts[j - 3])} if j >= 3 and texts[j - 2 : j] == [":", ":"] else set()
-            continue
-        names.add(_name(text))
-    return names
 
 
 def type_names(tests: str) -> set[str]:
@@ -140,7 +107,7 @@ def type_names(tests: str) -> set[str]:
     toks = _significant(tests)
     names: set[str] = set()
     for decl in _use_declarations(toks):
-        names |= _use_bindings(decl)
+        names |= {b.name for b in _bindings(decl) if not b.glob}
     texts = [s for _, s in toks]
     for i, (kind, text) in enumerate(toks):
         before, after = texts[max(0, i - 2) : i], texts[i + 1 : i + 3]
@@ -152,7 +119,7 @@ def type_names(tests: str) -> set[str]:
             or before[-1:] == [":"]
             or (before and (before[-1] in _TYPE_BEFORE or before[-1] == "+" or before[-1] in _TYPE_ITEMS))
         ):
-            names.add(_name(text))
+            names.add(ident_name(text))
     return names
 
 
@@ -167,7 +134,7 @@ def _values(toks: Toks) -> set[str]:
         if toks[i][0] == "ident" and toks[i][1] in ("fn", "const", "static"):
             j = i + 2 if toks[i + 1] == ("ident", "mut") else i + 1
             if j < len(toks) and toks[j][0] == "ident":
-                out.add(_name(toks[j][1]))
+                out.add(ident_name(toks[j][1]))
     return out
 
 

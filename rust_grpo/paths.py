@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reward_sandbox.rustlex import LexError, tokens
+from reward_sandbox.usetree import ident_name, path_segment, use_tree
 
 # (module, item) pairs whose use ends the process (or aborts it) without libtest's say
 EXIT_PATHS = frozenset(
@@ -57,72 +58,26 @@ def _significant(code: str) -> list[Tok]:
     return out
 
 
-def _use_tree(toks: list[Tok], i: int, prefix: list[str], binds: dict[str, list[str]], globs: list[list[str]]) -> int:
-    """Parse one use tree at ``toks[i]``; record what it binds. Returns the index after it."""
-    path = list(prefix)
-    if i < len(toks) and toks[i].text == "::":
-        i += 1
-    while i < len(toks):
-        text = toks[i].text
-        if text == "*":
-            globs.append(path)
-            return i + 1
-        if text == "{":
-            i += 1
-            while i < len(toks) and toks[i].text != "}":
-                i = _use_tree(toks, i, path, binds, globs)
-                if i < len(toks) and toks[i].text == ",":
-                    i += 1
-                elif i < len(toks) and toks[i].text != "}":
-                    i += 1  # something we do not parse: skip it
-            return i + 1
-        if not (text[:1].isalpha() or text[:1] == "_"):
-            return i
-        path.append(_name(text))
-        i += 1
-        if i < len(toks) and toks[i].text == "::":
-            i += 1
-            continue
-        if path[-1] == "self":
-            path.pop()
-        name = path[-1] if path else ""
-        if i + 1 < len(toks) and toks[i].text == "as":
-            name, i = _name(toks[i + 1].text), i + 2
-        if name and name != "_":
-            binds[name] = path
-        return i
-    return i
-
-
 def _bindings(toks: list[Tok]) -> tuple[dict[str, list[str]], list[list[str]], set[int]]:
     """Every name a ``use`` or ``extern crate ... as`` binds, every glob's module, and the indices of
     the tokens those declarations span (a declaration alone ends nothing: only a use of it does)."""
     binds: dict[str, list[str]] = {}
     globs: list[list[str]] = []
     spans: set[int] = set()
+    texts = [t.text for t in toks]
     for i, tok in enumerate(toks):
         if tok.text == "use" and (i == 0 or toks[i - 1].text not in (".", "::")):
-            end = _use_tree(toks, i + 1, [], binds, globs)
+            tree, end = use_tree(texts, i + 1)
+            for binding in tree:
+                if binding.glob:
+                    globs.append(list(binding.path))
+                elif binding.name != "_":
+                    binds[binding.name] = list(binding.path)
             spans.update(range(i, end + 1))
         elif tok.text == "extern" and i + 4 < len(toks) and toks[i + 1].text == "crate" and toks[i + 3].text == "as":
-            binds[_name(toks[i + 4].text)] = [_name(toks[i + 2].text)]
+            binds[ident_name(toks[i + 4].text)] = [ident_name(toks[i + 2].text)]
             spans.update(range(i, i + 5))
     return binds, globs, spans
-
-
-def _name(text: str) -> str:
-    return text.removeprefix("r#")
-
-
-def _segment(toks: list[Tok], i: int) -> tuple[str, int] | None:
-    """The path segment at ``toks[i]`` and the index after it: an identifier, or a macro's
-    ``$name`` (``*``: it may stand for any name)."""
-    text = toks[i].text
-    if text[:1].isalpha() or text[:1] == "_":
-        return _name(text), i + 1
-    if text == "$" and i + 1 < len(toks) and toks[i + 1].text[:1].isalpha():
-        return "*", i + 2
-    return None
 
 
 def _expand(path: list[str], binds: dict[str, list[str]]) -> list[str]:
@@ -147,6 +102,7 @@ def exit_paths(code: str, counts: Callable[[int], bool] = lambda _pos: True) -> 
     """The paths in ``code`` (at offsets ``counts`` accepts) that name a way to end the process, each as
     written. A bare name counts when a ``use`` binds it to one, or a glob brings one in."""
     toks = _significant(code)
+    texts = [t.text for t in toks]
     binds, globs, declarations = _bindings(toks)
     glob_exits = {b for path in globs for a, b in EXIT_PATHS if _expand(path, binds)[-1:] == [a]}
     found: list[str] = []
@@ -156,7 +112,7 @@ def exit_paths(code: str, counts: Callable[[int], bool] = lambda _pos: True) -> 
         if toks[i].text == "::":
             i += 1
         path: list[str] = []
-        while i < len(toks) and (segment := _segment(toks, i)) is not None:
+        while i < len(toks) and (segment := path_segment(texts, i)) is not None:
             path.append(segment[0])
             i = segment[1]
             if i < len(toks) and toks[i].text == "::":
