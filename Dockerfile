@@ -26,7 +26,7 @@ RUN apt-get update \
 FROM ${CPU_BASE} AS cpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_BREAK_SYSTEM_PACKAGES=1
-# the librust-*-dev packages: the sources of the crate set graded programs may use (reward_sandbox/crates.py)
+# the librust-*-dev packages: the sources of the crate set graded programs may use (reward_sandbox/compile/crates.py)
 ARG CRATE_PACKAGES="librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev util-linux ${CRATE_PACKAGES} \

@@ -28,7 +28,7 @@ mode = sys.argv[2]
 if mode == "floor":
     sys.path.insert(0, sys.argv[1] + "/benchmarks")
     from baselines import floor_one
-    from reward_sandbox.toolchain import find_toolchain
+    from reward_sandbox.compile.toolchain import find_toolchain
     rustc = str(find_toolchain().rustc)
 else:
     from reward_sandbox import Grader

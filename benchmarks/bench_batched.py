@@ -31,8 +31,8 @@ from baselines import floor_one, machine, naive_one, timed
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
+from reward_sandbox.compile.toolchain import find_toolchain
 from reward_sandbox.corpus import grouped
-from reward_sandbox.toolchain import find_toolchain
 
 
 def with_hidden(job: dict) -> str:

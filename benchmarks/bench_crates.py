@@ -25,8 +25,8 @@ from baselines import machine
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
-from reward_sandbox.crates import ensure
-from reward_sandbox.toolchain import find_toolchain
+from reward_sandbox.compile.crates import ensure
+from reward_sandbox.compile.toolchain import find_toolchain
 
 # name -> (std body, crate body, signature, hidden test); `{bug}` is where the failing kind changes a value
 TEMPLATES: dict[str, tuple[str, str, str, str]] = {

@@ -21,18 +21,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rust_grpo.callbacks import read_metrics
 from rust_grpo.config import load_config
-from rust_grpo.data import Problem, load_problems
-from rust_grpo.learning import easiest, learning_report, mark_argless, plot_learning, stage_metrics
+from rust_grpo.evaluation.learning import easiest, learning_report, mark_argless, plot_learning, stage_metrics
+from rust_grpo.problems.schema import Problem, load_problems
+from rust_grpo.training.callbacks import read_metrics
 
 
 def score_stage(
     name: str, model: str, adapter: str | None, problems: list[Problem], args: argparse.Namespace, cfg: object
 ) -> dict[str, object]:
     from reward_sandbox import open_grader
-    from rust_grpo.evaluate import SamplingSettings, generate_hf
-    from rust_grpo.scoring import score_completions
+    from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf
+    from rust_grpo.evaluation.scoring import score_completions
 
     start = time.monotonic()
     settings = SamplingSettings(
@@ -86,7 +86,7 @@ def main() -> int:
     started = time.monotonic()
 
     from rust_grpo.models import resolve_model
-    from rust_grpo.train import resolve_model_path, train
+    from rust_grpo.training.train import resolve_model_path, train
 
     fmt = cfg.data.format()
     heldout = easiest(load_problems(args.heldout_data), args.heldout)

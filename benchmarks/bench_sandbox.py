@@ -32,8 +32,8 @@ from baselines import floor_one, machine, naive_one, timed
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
+from reward_sandbox.compile.toolchain import find_toolchain
 from reward_sandbox.corpus import corpus
-from reward_sandbox.toolchain import find_toolchain
 
 
 def v(r):  # type: ignore[no-untyped-def]

@@ -27,11 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import floor_one
 
-from reward_sandbox import Grader, cgroups, grader, pool
+from reward_sandbox import Grader, grader, pool
 from reward_sandbox.cache import ResultCache
+from reward_sandbox.compile.toolchain import find_toolchain
 from reward_sandbox.corpus import corpus
-from reward_sandbox.process import DriverOutcome
-from reward_sandbox.toolchain import find_toolchain
+from reward_sandbox.isolation import cgroups
+from reward_sandbox.isolation.process import DriverOutcome
 
 phases: dict[str, list[float]] = defaultdict(list)
 current: dict[str, float] = defaultdict(float)  # this job's phases, summed

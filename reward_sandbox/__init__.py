@@ -7,17 +7,17 @@ Usable on its own, without torch::
         results = grader.grade([{"id": "a", "source": "pub fn f() -> u8 { 1 }"}])
 """
 
-from .backends import BACKENDS, CARGO, FAST
 from .cache import ResultCache
-from .client import RemoteGrader, RemoteGraderError
-from .isolation import BWRAP, RLIMITS, Isolation, IsolationUnavailable, bwrap_problem, choose_level
+from .compile.backends import BACKENDS, CARGO, FAST
+from .compile.toolchain import Toolchain, ToolchainError, find_toolchain
+from .isolation.levels import BWRAP, RLIMITS, Isolation, IsolationUnavailable, bwrap_problem, choose_level
+from .isolation.limits import Limits
 from .jobs import InvalidJob, Job, TestMode
-from .limits import Limits
 from .pool import Grader, grade
 from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestCounts, TestReport
+from .service.client import RemoteGrader, RemoteGraderError
 from .settings import GraderLike, Settings, open_grader
 from .status import Status
-from .toolchain import Toolchain, ToolchainError, find_toolchain
 
 __all__ = [
     "BACKENDS",

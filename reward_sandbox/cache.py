@@ -14,8 +14,8 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from .isolation.limits import Limits
 from .jobs import Job
-from .limits import Limits
 from .results import Result
 from .status import Status
 
@@ -39,7 +39,7 @@ def job_key(
     the job's id is deliberately not part of it. A verdict from a weaker isolation level is never
     served to a stronger one, and one graded where batching was on never to a grading with it off:
     batched verdicts are built to equal single ones, and ``--no-batch`` is how that is checked.
-    ``crates`` is the crate set's key (``crates.py``) for a job that links crates, so a verdict
+    ``crates`` is the crate set's key (``compile/crates.py``) for a job that links crates, so a verdict
     computed against other crate versions is never served; std-only jobs keep their keys."""
     payload = {k: v for k, v in job.to_dict().items() if k != "id"}
     settings = [toolchain_version, backend, limits.with_run_timeout(job.timeout_s).to_dict(), isolation, memory_scope]

@@ -13,18 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .cgroups import cgroup_problem
 from .cliargs import OneLineParser
-from .client import RemoteGraderError
-from .isolation import IsolationUnavailable, choose_level
+from .compile.toolchain import ToolchainError, find_toolchain
+from .isolation.cgroups import cgroup_problem
+from .isolation.levels import IsolationUnavailable, choose_level
+from .isolation.runner import runner_path
+from .isolation.slots import SlotsExhausted
 from .jobs import InvalidJob
 from .outfiles import check_output_file, write_lines
 from .pool import Grader
 from .results import Result
-from .runner import runner_path
+from .service.client import RemoteGraderError
 from .settings import add_arguments, open_grader, settings_from_args
-from .slots import SlotsExhausted
-from .toolchain import ToolchainError, find_toolchain
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -120,13 +120,13 @@ def cmd_check(_args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .server import serve
+    from .service.server import serve
 
     return serve(args)
 
 
 def cmd_crates(args: argparse.Namespace) -> int:
-    from .crates import CratesUnavailable, ensure
+    from .compile.crates import CratesUnavailable, ensure
 
     toolchain = find_toolchain()
     try:

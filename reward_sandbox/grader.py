@@ -15,20 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .assemble import Assembly, assemble
-from .backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
-from .cgroups import SlotMemory
-from .diagnostics import dedupe, parse_diagnostics
-from .isolation import Isolation
+from .compile.assemble import Assembly, assemble
+from .compile.backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
+from .compile.diagnostics import dedupe, parse_diagnostics
+from .compile.testlog import parse_test_log
+from .compile.toolchain import Toolchain
+from .isolation.cgroups import SlotMemory
+from .isolation.layout import JobDir
+from .isolation.levels import Isolation
+from .isolation.limits import Limits
+from .isolation.process import DriverOutcome, StepOutcome, driver_script, run_driver
+from .isolation.runner import runner_path
 from .jobs import Job
-from .layout import JobDir
-from .limits import Limits
-from .process import DriverOutcome, StepOutcome, driver_script, run_driver
 from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestReport
-from .runner import runner_path
 from .status import Status
-from .testlog import parse_test_log
-from .toolchain import Toolchain
 
 TAIL_BYTES = 2000
 

@@ -165,7 +165,7 @@ class Job:
 def _crates(value: Any, where: str) -> tuple[str, ...]:
     """A job's ``crates``: names of the curated set (``-`` or ``_``), kept sorted and unique so
     equal sets give equal cache and batch keys. A name outside the set is the input's fault."""
-    from .crates import CURATED, normalize, unknown_crates_message
+    from .compile.crates import CURATED, normalize, unknown_crates_message
 
     if value is None:
         return ()

@@ -1,6 +1,6 @@
 """Grade many jobs at once: validate, dedupe, consult the cache, fan out over all cores, keep order.
 
-Jobs that share their tests and settings go to one worker together as a batch (``batch.py``);
+Jobs that share their tests and settings go to one worker together as a batch (``batch/rounds.py``);
 whatever a batch cannot vouch for comes back and is graded alone, on any worker."""
 
 from __future__ import annotations
@@ -13,23 +13,23 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
-from .backends import BACKENDS, FAST
-from .batch import BatchOutcome, grade_batch
-from .batching import MAX_BATCH, alone_reason, settings_key
+from .batch.rounds import BatchOutcome, grade_batch
+from .batch.sharing import MAX_BATCH, alone_reason, settings_key
 from .cache import ResultCache, job_key
-from .cgroups import SlotMemory, cgroup_problem
-from .crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_others
-from .crates import ensure as ensure_crates
+from .compile.backends import BACKENDS, FAST
+from .compile.crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_others
+from .compile.crates import ensure as ensure_crates
+from .compile.soundness import unsound_reason
+from .compile.toolchain import find_toolchain
+from .compile.trait_scope import scope_refusal
 from .grader import Slot, grade_job
-from .isolation import BWRAP, choose_level
+from .isolation.cgroups import SlotMemory, cgroup_problem
+from .isolation.levels import BWRAP, choose_level
+from .isolation.limits import Limits
+from .isolation.slots import UidLease
 from .jobs import InvalidJob, Job
-from .limits import Limits
 from .results import Result, invalid_result
-from .slots import UidLease
-from .soundness import unsound_reason
 from .status import Status
-from .toolchain import find_toolchain
-from .trait_scope import scope_refusal
 
 log = logging.getLogger("reward_sandbox")
 

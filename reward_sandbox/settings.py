@@ -13,16 +13,16 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .backends import BACKENDS, FAST
-from .isolation import CHOICES as ISOLATION_CHOICES
+from .compile.backends import BACKENDS, FAST
+from .isolation.levels import CHOICES as ISOLATION_CHOICES
+from .isolation.limits import Limits
 from .jobs import MAX_TIMEOUT_S, InvalidJob, Job
-from .limits import Limits
 from .results import Result
 
 
 class GraderLike(Protocol):
     """What rewards and scoring need from a grader: the local :class:`~reward_sandbox.Grader`, the HTTP
-    :class:`~reward_sandbox.client.RemoteGrader`, or anything else with this shape."""
+    :class:`~reward_sandbox.service.client.RemoteGrader`, or anything else with this shape."""
 
     def grade(self, items: Sequence[Job | dict[str, Any] | InvalidJob]) -> list[Result]: ...
 
@@ -128,7 +128,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     import json
 
     from .cache import default_cache_dir
-    from .client import split_urls
+    from .service.client import split_urls
 
     limits = Limits.from_dict(json.loads(args.limits)) if getattr(args, "limits", None) else Limits()
     cache_dir = "" if getattr(args, "no_cache", False) else str(getattr(args, "cache_dir", None) or default_cache_dir())
@@ -148,7 +148,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def open_grader(settings: Settings) -> GraderLike:
     """The one way to open a grader: the HTTP client when servers are set, else a local pool."""
     if settings.server_urls:
-        from .client import RemoteGrader
+        from .service.client import RemoteGrader
 
         return RemoteGrader(
             settings.server_urls,

@@ -9,10 +9,10 @@ See ARCHITECTURE.md for how a dataset row becomes a reward.
 """
 
 from .config import ConfigError, RunConfig, load_config
-from .data import DataError, Problem, load_problems
-from .parsing import ParsedCompletion, parse_completion
-from .rewards import REWARD_NAMES, Evaluation, RewardContext, build_reward_functions
-from .scoring import Completion, score_completions, summarize
+from .evaluation.scoring import Completion, score_completions, summarize
+from .problems.parsing import ParsedCompletion, parse_completion
+from .problems.schema import DataError, Problem, load_problems
+from .rewards.functions import REWARD_NAMES, Evaluation, RewardContext, build_reward_functions
 
 __all__ = [
     "REWARD_NAMES",

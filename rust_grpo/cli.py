@@ -23,14 +23,14 @@ class UsageError(ValueError):
 
 
 def _problems_by_id(path: str | None) -> dict[str, Any]:
-    from .data import load_problems
+    from .problems.schema import load_problems
 
     return {p.id: p for p in load_problems(path)} if path else {}
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .train import train
+    from .training.train import train
 
     cfg = load_config(args.config, args.set)
     log.debug("resolved config:\n%s", cfg.to_json())
@@ -46,8 +46,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .data import DataError
-    from .plots import plot_run
+    from .problems.schema import DataError
+    from .training.plots import plot_run
 
     if not (Path(args.run_dir) / "metrics.jsonl").exists():
         raise DataError(f"{args.run_dir}: no metrics.jsonl there; give a training run's output_dir (e.g. runs/demo)")
@@ -63,8 +63,8 @@ def plural(n: int, noun: str) -> str:
 def _score_and_report(
     completions: list[Any], problems: dict[str, Any], args: argparse.Namespace, title: str, meta: dict[str, Any]
 ) -> int:
-    from .report import write_report
-    from .scoring import score_completions, summarize
+    from .evaluation.report import write_report
+    from .evaluation.scoring import score_completions, summarize
 
     with command_grader(args, "scoring") as grader:
         records = score_completions(completions, problems, grader)
@@ -91,8 +91,8 @@ def _score_and_report(
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from .evaluation.scoring import read_completions
     from .outdir import claim_output_dir
-    from .scoring import read_completions
 
     completions, errors = read_completions(Path(args.completions))
     for e in errors[:20]:
@@ -132,9 +132,9 @@ def check_sampling(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .data import load_problems
-    from .evaluate import SamplingSettings, generate, write_completions
+    from .evaluation.sampling import SamplingSettings, generate, write_completions
     from .outdir import claim_output_dir
+    from .problems.schema import load_problems
 
     check_sampling(args)
     claim_output_dir(Path(args.out), "report", overwrite=args.overwrite)
@@ -147,7 +147,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     if args.repair_turns != 1:  # multi-turn repair episodes: pass rates after each turn
-        from .repair_eval import eval_with_repair
+        from .repair.evaluate import eval_with_repair
 
         return eval_with_repair(args, settings)
 
@@ -174,7 +174,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _read_report(path: str) -> dict[str, Any]:
-    from .data import DataError
+    from .problems.schema import DataError
 
     try:
         report = json.loads(Path(path).read_text())
@@ -188,7 +188,7 @@ def _read_report(path: str) -> dict[str, Any]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .report import compare
+    from .evaluation.report import compare
 
     a, b = (_read_report(p) for p in (args.a, args.b))
     print(compare(a, b, args.name_a or Path(args.a).parent.name, args.name_b or Path(args.b).parent.name), end="")
@@ -196,8 +196,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_data_verify(args: argparse.Namespace) -> int:
-    from .data import load_problems
-    from .verify import verify_problems
+    from .problems.schema import load_problems
+    from .problems.verify import verify_problems
 
     failed = 0
     with command_grader(args, "verifying") as grader:
@@ -224,11 +224,11 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
 def cmd_data_difficulty(args: argparse.Namespace) -> int:
     from reward_sandbox.outfiles import check_output_file
 
-    from .data import load_problems
-    from .difficulty import split_by_difficulty
-    from .evaluate import SamplingSettings, generate
-    from .importers import write_problems
-    from .scoring import score_completions
+    from .evaluation.sampling import SamplingSettings, generate
+    from .evaluation.scoring import score_completions
+    from .problems.difficulty import split_by_difficulty
+    from .problems.importers import write_problems
+    from .problems.schema import load_problems
 
     if args.min_pass > args.max_pass:
         raise UsageError(f"--min-pass {args.min_pass} is above --max-pass {args.max_pass}: no prompt could be kept")
@@ -253,8 +253,8 @@ def cmd_data_difficulty(args: argparse.Namespace) -> int:
 def cmd_data_filter(args: argparse.Namespace) -> int:
     from reward_sandbox.outfiles import check_output_file
 
-    from .data import load_problems
-    from .importers import write_problems
+    from .problems.importers import write_problems
+    from .problems.schema import load_problems
 
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input)
@@ -282,8 +282,8 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
 def cmd_data_import(args: argparse.Namespace) -> int:
     from reward_sandbox.outfiles import check_output_file
 
-    from .data import DataError
-    from .importers import import_problems, summarize_skips, write_problems
+    from .problems.importers import import_problems, summarize_skips, write_problems
+    from .problems.schema import DataError
 
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems, skipped = import_problems(args.format, Path(args.source))
@@ -297,7 +297,7 @@ def cmd_data_import(args: argparse.Namespace) -> int:
 
 
 def cmd_data_build(args: argparse.Namespace) -> int:
-    from .problemset import build_dataset
+    from .problems.problemset import build_dataset
 
     print(f"built {build_dataset(Path(args.source), Path(args.out))} in {args.out}")
     return 0
@@ -305,7 +305,7 @@ def cmd_data_build(args: argparse.Namespace) -> int:
 
 def _sandbox_options(p: argparse.ArgumentParser) -> None:
     from reward_sandbox import Settings
-    from reward_sandbox.isolation import CHOICES
+    from reward_sandbox.isolation.levels import CHOICES
     from reward_sandbox.jobs import MAX_TIMEOUT_S
 
     helps = Settings.help()
@@ -445,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_difficulty)
     p = data.add_parser("import", help="convert an external suite to our schema")
-    from .importers import FORMATS
+    from .problems.importers import FORMATS
 
     p.add_argument("--format", required=True, choices=FORMATS, help="the suite's upstream format")
     p.add_argument("source", help="the upstream file or directory")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .answer_format import AnswerFormat
-    from .data import Problem
+    from .problems.answer_format import AnswerFormat
+    from .problems.schema import Problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -88,7 +88,7 @@ class DataConfig:
     )
 
     def __post_init__(self) -> None:
-        from .answer_format import FORMATS
+        from .problems.answer_format import FORMATS
 
         if not 0 <= self.canary_share <= 0.5:
             raise ConfigError(f"data.canary_share must be in [0, 0.5], got {self.canary_share}")
@@ -98,7 +98,7 @@ class DataConfig:
 
     def problems(self) -> list[Problem]:
         """The training problems this section selects (file, split, shuffle, length cap, row cap)."""
-        from .data import load_problems
+        from .problems.schema import load_problems
 
         return load_problems(
             self.train, self.split, self.max_rows, self.shuffle_seed, max_solution_chars=self.max_solution_chars
@@ -106,7 +106,7 @@ class DataConfig:
 
     def format(self) -> AnswerFormat:
         """The answer format, with this run's system prompt when one is set."""
-        from .answer_format import answer_format
+        from .problems.answer_format import answer_format
 
         fmt = answer_format(self.answer_format)
         return dataclasses.replace(fmt, system_prompt=self.system_prompt) if self.system_prompt else fmt
@@ -142,7 +142,7 @@ class RewardConfig:
     server_retries: int = _f(2, "Retries of a failed batch before its rewards become None (unknown).")
 
     def __post_init__(self) -> None:
-        from .rewards import REWARD_NAMES
+        from .rewards.functions import REWARD_NAMES
 
         unknown = set(self.weights) - set(REWARD_NAMES)
         if unknown:
@@ -155,7 +155,7 @@ class RewardConfig:
     def sandbox_settings(self) -> Any:
         """The :class:`reward_sandbox.Settings` these fields describe (validated there, once)."""
         from reward_sandbox import Settings
-        from reward_sandbox.client import split_urls
+        from reward_sandbox.service.client import split_urls
 
         settings = Settings(
             isolation=self.isolation,
@@ -446,7 +446,7 @@ def preset_names() -> list[str]:
 
 def preset_path(path: str | Path) -> Path:
     """A config file: the path as given, else a shipped preset by path or by name (``tiny-cpu``)."""
-    from .data import shipped_path
+    from .problems.schema import shipped_path
 
     candidate = shipped_path(str(path))
     if candidate.exists() or Path(path).suffix in (".toml", ".json"):

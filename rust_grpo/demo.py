@@ -13,9 +13,9 @@ from typing import Any
 
 from reward_sandbox.outfiles import write_text
 
-from .callbacks import read_metrics
 from .config import load_config
-from .train import train
+from .training.callbacks import read_metrics
+from .training.train import train
 
 DEMO_CONFIG = Path(__file__).resolve().parent / "configs" / "tiny-cpu.toml"
 RATES = {"format": "format_ok", "build": "build_ok", "hidden tests": "hidden_pass"}
@@ -24,8 +24,8 @@ RATES = {"format": "format_ok", "build": "build_ok", "hidden tests": "hidden_pas
 def _score(model: str, adapter: str | None, problems: list[Any], fmt: Any, samples: int, tokens: int) -> dict[str, Any]:
     from reward_sandbox import Settings, open_grader
 
-    from .evaluate import SamplingSettings, generate_hf
-    from .scoring import score_completions
+    from .evaluation.sampling import SamplingSettings, generate_hf
+    from .evaluation.scoring import score_completions
 
     settings = SamplingSettings(samples=samples, max_new_tokens=tokens, temperature=1.0, top_p=1.0, seed=0)
     completions = generate_hf(model, problems, settings, fmt, adapter=adapter)
@@ -41,7 +41,7 @@ def run_demo(
     """Train the tiny model with real sandboxed rewards, then score the same problems before and after.
 
     ``overwrite`` replaces an earlier run in ``out``; any other content there is refused (``train``)."""
-    from .train import resolve_model_path
+    from .training.train import resolve_model_path
 
     cfg = load_config(config, [f'train.output_dir="{out}"', f"train.max_steps={steps}"])
     final = train(cfg, overwrite=overwrite)

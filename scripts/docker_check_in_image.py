@@ -93,7 +93,7 @@ def check_serve(cmd: list[str]) -> None:
         assert status == 200 and json.loads(body)["status"] == "ok"
         status, body = get("http://127.0.0.1:8808/metrics")
         assert status == 401 and "error" in json.loads(body), (status, body)
-        from reward_sandbox.client import RemoteGrader
+        from reward_sandbox.service.client import RemoteGrader
 
         with RemoteGrader("http://127.0.0.1:8808", token=TOKEN, retries=0) as client:
             [result] = client.grade([JOB])

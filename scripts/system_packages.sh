@@ -5,7 +5,7 @@
 #   bubblewrap      the strong sandbox; without it grading falls back to rlimits only, which refuses
 #                   to run untrusted code as root: on a root machine nothing can be graded
 #   util-linux      prlimit (the adversarial tests use it)
-#   librust-*-dev   the sources of the crate set graded programs may use (reward_sandbox/crates.py,
+#   librust-*-dev   the sources of the crate set graded programs may use (reward_sandbox/compile/crates.py,
 #                   CRATE_PACKAGES below), built once into rlibs; without them crate-using programs
 #                   get sandbox_error and their tests skip. Installed apart: a missing one never
 #                   stops the rest.
@@ -19,7 +19,7 @@ command -v gcc >/dev/null || missing+=(gcc)
 [ -e /usr/include/stdio.h ] || missing+=(libc6-dev)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v prlimit >/dev/null || missing+=(util-linux)
-# keep in step with reward_sandbox/crates.py: DEBIAN_PACKAGES
+# keep in step with reward_sandbox/compile/crates.py: DEBIAN_PACKAGES
 CRATE_PACKAGES=(librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev
   librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev)
 crates=()

@@ -11,7 +11,7 @@ import pytest
 
 from reward_sandbox import Grader, Limits
 from reward_sandbox.cache import ResultCache
-from reward_sandbox.isolation import bwrap_problem
+from reward_sandbox.isolation.levels import bwrap_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

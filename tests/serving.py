@@ -12,7 +12,7 @@ from typing import Any
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
-from reward_sandbox.server import ServerOptions, make_server
+from reward_sandbox.service.server import ServerOptions, make_server
 
 from .conftest import TEST_LIMITS
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reward_sandbox import Limits, Status
-from reward_sandbox.slots import UID_BASE, UID_COUNT
+from reward_sandbox.isolation.slots import UID_BASE, UID_COUNT
 
 from .conftest import TEST_LIMITS, grade_one
 
@@ -252,7 +252,7 @@ def test_panic_hook_tricks_do_not_pass(strict_grader):
 
 
 def test_strict_isolation_fails_loudly_when_unavailable(monkeypatch):
-    from reward_sandbox import isolation
+    from reward_sandbox.isolation import levels as isolation
 
     monkeypatch.setattr(isolation, "bwrap_problem", lambda: "bubblewrap is refused here: test")
     with pytest.raises(isolation.IsolationUnavailable, match="strict isolation requested"):
@@ -309,7 +309,7 @@ def test_assertion_macros_cannot_be_redefined_for_the_hidden_tests(strict_grader
 
 
 def test_hidden_test_files_have_unguessable_names_and_no_nonce():
-    from reward_sandbox.assemble import assemble
+    from reward_sandbox.compile.assemble import assemble
     from reward_sandbox.jobs import Job
 
     job = Job(id="a", source=RIGHT, tests=HIDDEN)
@@ -393,7 +393,7 @@ def test_the_programs_own_tests_never_cost_the_hidden_verdict(strict_grader, own
 
 
 def test_a_run_with_fewer_hidden_tests_than_the_job_holds_is_never_ok():
-    from reward_sandbox.testlog import parse_test_log
+    from reward_sandbox.compile.testlog import parse_test_log
 
     events = [
         '{ "type": "suite", "event": "started", "test_count": 2 }',
@@ -498,7 +498,7 @@ def test_every_step_is_confined_no_namespaces_no_sockets_a_stack_limit():
     runner itself, since a test run cannot start the tools that would show it."""
     import subprocess
 
-    from reward_sandbox.runner import runner_path
+    from reward_sandbox.isolation.runner import runner_path
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         limits = ["2", "probe", str(UID_BASE + UID_COUNT - 1), "512", "5", "32", "8", "64", "64", "-", "--"]
@@ -513,7 +513,7 @@ def test_every_step_is_confined_no_namespaces_no_sockets_a_stack_limit():
 
 
 def test_two_graders_on_one_host_never_share_a_uid():
-    from reward_sandbox.slots import UidLease
+    from reward_sandbox.isolation.slots import UidLease
 
     first, second = UidLease(2), UidLease(2)
     try:

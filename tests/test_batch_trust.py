@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from reward_sandbox import Grader, Limits, Status
-from reward_sandbox.batching import alone_reason
+from reward_sandbox.batch.sharing import alone_reason
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.jobs import Job
-from rust_grpo.rewards import RewardContext, build_reward_functions
+from rust_grpo.rewards.functions import RewardContext, build_reward_functions
 
 from .conftest import TEST_LIMITS, needs_bwrap
 from .test_batched import batched, compare, single, verdict, was_batched  # noqa: F401 - fixtures

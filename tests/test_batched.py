@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reward_sandbox import Grader
-from reward_sandbox.batching import alone_reason
+from reward_sandbox.batch.sharing import alone_reason
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.corpus import corpus, grouped
 from reward_sandbox.jobs import Job
@@ -108,7 +108,7 @@ def _suite_path() -> Path:
 def test_batched_equals_single_on_exercism_as_unit_jobs(batched, single):
     """Each exercise as a group: its reference, its stub and a broken reference, the tests made a
     unit-test module (``use <crate>::`` -> ``use super::``) so they can share one crate."""
-    from rust_grpo.importers import import_problems
+    from rust_grpo.problems.importers import import_problems
 
     problems, _ = import_problems("exercism-jsonl", _suite_path())
     jobs: list[dict] = []  # type: ignore[type-arg]

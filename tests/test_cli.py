@@ -35,7 +35,8 @@ def test_cli_grades_a_jsonl_file_and_keeps_bad_lines_in_place(tmp_path):
 
 
 def test_cli_strict_isolation_exits_2_with_the_reason_when_unavailable(tmp_path, monkeypatch, capsys):
-    from reward_sandbox import cli, isolation
+    from reward_sandbox import cli
+    from reward_sandbox.isolation import levels as isolation
 
     monkeypatch.setattr(isolation, "bwrap_problem", lambda: "bubblewrap is refused here: no namespaces")
     jobs = tmp_path / "jobs.jsonl"
@@ -74,7 +75,7 @@ def test_score_needs_a_dataset_and_counts_unknown_problems_apart(tmp_path):
 
 
 def test_report_says_how_many_samples_each_problem_had(tmp_path):
-    from rust_grpo.report import markdown
+    from rust_grpo.evaluation.report import markdown
 
     summary = {"problems": 2, "samples": 3, "samples_per_problem": 1, "samples_per_problem_max": 2, "rates": {},
                "hidden": {}, "statuses": {}, "mean_rewards": {}, "per_problem": {}}  # fmt: skip
@@ -82,7 +83,7 @@ def test_report_says_how_many_samples_each_problem_had(tmp_path):
         text = markdown(summary, "t")
     except KeyError:  # the rate table needs a full summary; the header line is what this checks
         text = ""
-    from rust_grpo.report import _per_problem
+    from rust_grpo.evaluation.report import _per_problem
 
     assert _per_problem(summary) == "1 to 2 per problem; pass@k uses at most 1" or "1 to 2 per problem" in text
 

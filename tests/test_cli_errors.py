@@ -60,7 +60,7 @@ def exit_code(main, argv):
 
 
 def test_a_non_utf8_line_of_completions_is_skipped_by_name_and_the_others_still_count(tmp_path):
-    from rust_grpo.scoring import read_completions
+    from rust_grpo.evaluation.scoring import read_completions
 
     path = tmp_path / "c.jsonl"
     good = json.dumps({"problem_id": "p", "code": "fn f() {}"}).encode()
@@ -75,7 +75,7 @@ def test_a_non_utf8_line_of_completions_is_skipped_by_name_and_the_others_still_
 
 
 def test_duplicate_samples_are_refused_so_pass_at_k_counts_each_answer_once(tmp_path):
-    from rust_grpo.scoring import read_completions
+    from rust_grpo.evaluation.scoring import read_completions
 
     path = tmp_path / "c.jsonl"
     rows = [{"problem_id": "p", "code": "x", "sample": 0}, {"problem_id": "p", "code": "y", "sample": 0}]

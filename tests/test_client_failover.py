@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reward_sandbox import Status
-from reward_sandbox.client import RemoteGrader, RemoteGraderError, expand_url, split_urls
+from reward_sandbox.service.client import RemoteGrader, RemoteGraderError, expand_url, split_urls
 from rust_grpo.config import RewardConfig
 
 pytest.importorskip("fastapi")

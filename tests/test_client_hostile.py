@@ -23,8 +23,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from reward_sandbox import Result, Status
-from reward_sandbox.client import RemoteGrader, RequestRejected
-from reward_sandbox.server import ServerOptions
+from reward_sandbox.service.client import RemoteGrader, RequestRejected
+from reward_sandbox.service.server import ServerOptions
 
 from .serving import free_port, serving
 

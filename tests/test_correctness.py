@@ -5,8 +5,11 @@ import json
 
 import pytest
 
-from rust_grpo.argless import asked_function, ignores_arguments
-from rust_grpo.canaries import (
+from rust_grpo.config import ConfigError, load_config
+from rust_grpo.problems.schema import job_columns, load_problems
+from rust_grpo.rewards.argless import asked_function, ignores_arguments
+from rust_grpo.rewards.functions import REWARD_NAMES, RewardContext, reward_values
+from rust_grpo.training.canaries import (
     CanaryWatch,
     canary_guard,
     contradicting_tests,
@@ -15,9 +18,6 @@ from rust_grpo.canaries import (
     make_canaries,
     passes_canary,
 )
-from rust_grpo.config import ConfigError, load_config
-from rust_grpo.data import job_columns, load_problems
-from rust_grpo.rewards import REWARD_NAMES, RewardContext, reward_values
 
 GRAY_TESTS = "#[test]\nfn case_1() {\n    assert_eq!(gray_code(2), vec![0, 1, 3, 2]);\n}\n"
 

@@ -1,4 +1,4 @@
-"""Programs that use the curated crate set (``reward_sandbox/crates.py``): detection, validation,
+"""Programs that use the curated crate set (``reward_sandbox/compile/crates.py``): detection, validation,
 keys, and real grading against the prebuilt rlibs in the real sandbox."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from reward_sandbox import Grader
-from reward_sandbox.batching import batch_key
+from reward_sandbox.batch.sharing import batch_key
 from reward_sandbox.cache import ResultCache, job_key
-from reward_sandbox.crates import CURATED, DEBIAN_PACKAGES, detect, installed_versions, job_crates
+from reward_sandbox.compile.crates import CURATED, DEBIAN_PACKAGES, detect, installed_versions, job_crates
+from reward_sandbox.isolation.limits import Limits
 from reward_sandbox.jobs import InvalidJob, Job
-from reward_sandbox.limits import Limits
 
 from .conftest import TEST_LIMITS, needs_bwrap
 from .test_batched import verdict, was_batched
@@ -190,7 +190,7 @@ def test_main_mode_and_declared_crates(alone) -> None:
 @needs_bwrap
 @needs_crates
 def test_a_crate_using_program_reads_nothing_of_the_host_beyond_the_bound_set(alone) -> None:
-    from reward_sandbox.crates import ensure
+    from reward_sandbox.compile.crates import ensure
 
     built = ensure(alone.toolchain.version, alone.toolchain.cargo)  # the set the grader links
     probe = (
@@ -259,7 +259,7 @@ def test_ci_and_both_images_install_every_package_of_the_set() -> None:
 
 
 def test_rows_declare_crates_and_the_prompt_names_them() -> None:
-    from rust_grpo.data import DataError, Problem, normalize, user_prompt
+    from rust_grpo.problems.schema import DataError, Problem, normalize, user_prompt
 
     row = normalize({"id": "r", "prompt": "Count words.", "crates": "regex, serde-json"}, "line 1")
     assert row.crates == ("regex", "serde_json") and row.job("pub fn f() {}").crates == ("regex", "serde_json")
@@ -276,7 +276,7 @@ def test_rows_declare_crates_and_the_prompt_names_them() -> None:
 def test_under_rlimits_a_set_out_of_the_slot_uids_reach_is_a_sandbox_error_not_a_compile_error(fallback_grader):
     import os
 
-    from reward_sandbox.crates import current, passable_by_others
+    from reward_sandbox.compile.crates import current, passable_by_others
 
     (result,) = fallback_grader.grade([_job("md5")])
     built = current()
@@ -319,7 +319,7 @@ def test_two_processes_build_the_set_once_atomically(tmp_path) -> None:
     base, runs = tmp_path / "base", tmp_path / "runs"
     env = {**os.environ, "REWARD_SANDBOX_CRATE_REGISTRY": str(registry), "RG_FAKE_CARGO_RUNS": str(runs)}
     code = (
-        "import json, sys; from pathlib import Path; from reward_sandbox.crates import ensure; "
+        "import json, sys; from pathlib import Path; from reward_sandbox.compile.crates import ensure; "
         f"s = ensure('tc 1', {str(cargo)!r}, Path({str(base)!r})); print(json.dumps([str(s.root), s.flags(['md5'])]))"
     )
     procs = [

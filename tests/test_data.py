@@ -3,9 +3,9 @@ import re
 
 import pytest
 
-from rust_grpo.data import DataError, load_problems, normalize, to_training_rows, user_prompt
-from rust_grpo.problemset import build_dataset, load_sources, render_tests
-from rust_grpo.verify import make_stub
+from rust_grpo.problems.problemset import build_dataset, load_sources, render_tests
+from rust_grpo.problems.schema import DataError, load_problems, normalize, to_training_rows, user_prompt
+from rust_grpo.problems.verify import make_stub
 
 from .conftest import ROOT
 
@@ -78,7 +78,7 @@ def test_prompts_are_chats_and_hide_the_tests():
     )
     from dataclasses import replace
 
-    from rust_grpo.answer_format import THINK
+    from rust_grpo.problems.answer_format import THINK
 
     row = to_training_rows([p], replace(THINK, system_prompt="SYSTEM"))[0]
     assert row["prompt"][0] == {"role": "system", "content": "SYSTEM"}

@@ -43,7 +43,7 @@ def test_compose_points_the_trainer_at_the_vllm_server_when_asked():
     text = (ROOT / "docker-compose.yml").read_text()
     assert "vllm.mode=${VLLM_MODE:-colocate}" in text and "vllm.server_host=vllm" in text
     pytest.importorskip("trl")
-    from rust_grpo.train import grpo_args
+    from rust_grpo.training.train import grpo_args
 
     cfg = load_config(
         "modern-1.5b", ["vllm.mode=server", "vllm.server_host=vllm", "vllm.server_port=8000", "train.bf16=false"]

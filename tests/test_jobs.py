@@ -48,7 +48,7 @@ def test_limits_reject_nonsense_and_unknown_keys():
 
 
 def test_the_expected_hidden_test_count_is_a_lower_bound_of_what_compiles():
-    from reward_sandbox.assemble import count_tests
+    from reward_sandbox.compile.assemble import count_tests
 
     tests = """
 #[test]

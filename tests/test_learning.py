@@ -1,4 +1,4 @@
-"""The learning benchmark's statistics and report schema (rust_grpo/learning.py), on small inputs."""
+"""The learning benchmark's statistics and report schema (rust_grpo/evaluation/learning.py), on small inputs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from rust_grpo.data import Problem
-from rust_grpo.learning import (
+from rust_grpo.evaluation.learning import (
     easiest,
     learning_report,
     mark_argless,
@@ -18,6 +17,7 @@ from rust_grpo.learning import (
     weighted_reward,
     wilson_interval,
 )
+from rust_grpo.problems.schema import Problem
 
 WEIGHTS = {"format": 0.5, "build": 1.0, "hidden_tests": 1.0, "clippy": 0.0}
 

@@ -57,7 +57,7 @@ def test_two_ranks_train_with_metrics_and_samples_written_once(tmp_path):
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or shutil.which("accelerate")
     if accelerate is None:
         pytest.skip("accelerate CLI not installed")
-    from reward_sandbox.server import ServerOptions
+    from reward_sandbox.service.server import ServerOptions
 
     from .serving import serving
 

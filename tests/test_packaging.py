@@ -33,7 +33,7 @@ def test_the_wheel_ships_presets_data_and_the_runner(tmp_path):
     (wheel,) = tmp_path.glob("rust_grpo-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("rust_grpo/configs/tiny-cpu.toml", "rust_grpo/configs/oxen-1.5b.toml", "rust_grpo/data/demo.jsonl",
-                 "rust_grpo/data/eval.jsonl", "reward_sandbox/runner.c", "rust_grpo/__init__.py"):  # fmt: skip
+                 "rust_grpo/data/eval.jsonl", "reward_sandbox/isolation/runner.c", "rust_grpo/__init__.py"):  # fmt: skip
         assert name in names, name
 
 

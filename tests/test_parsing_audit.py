@@ -1,7 +1,7 @@
 import pytest
 
-from rust_grpo.audit import audit_code, code_view
-from rust_grpo.parsing import completion_text, parse_completion
+from rust_grpo.problems.parsing import completion_text, parse_completion
+from rust_grpo.rewards.audit import audit_code, code_view
 
 GOOD = "<think>\nAdd them.\n</think>\n```rust\npub fn add(a: i32, b: i32) -> i32 { a + b }\n```\n"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rust_grpo.config import ConfigError, RewardConfig, load_config
-from rust_grpo.data import Problem, job_columns
-from rust_grpo.repair import Episode, feedback, run_episodes
-from rust_grpo.rewards import RewardContext
+from rust_grpo.problems.schema import Problem, job_columns
+from rust_grpo.repair.episodes import Episode, feedback, run_episodes
+from rust_grpo.rewards.functions import RewardContext
 
 pytestmark = [pytest.mark.cargo]
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from rust_grpo.config import RepairConfig, RewardConfig, load_config
-from rust_grpo.data import DataError, Problem, chat_prompt, job_columns
-from rust_grpo.repair import run_episodes
-from rust_grpo.repair_rollout import RepairBonus, RepairRollout, TokenPolicy, turn_metrics
-from rust_grpo.rewards import RewardContext
+from rust_grpo.problems.schema import DataError, Problem, chat_prompt, job_columns
+from rust_grpo.repair.episodes import run_episodes
+from rust_grpo.repair.rollout import RepairBonus, RepairRollout, TokenPolicy, turn_metrics
+from rust_grpo.rewards.functions import RewardContext
 from tests.test_repair import COMPILE_ERROR, PROBLEM, RIGHT
 
 pytestmark = [pytest.mark.cargo]
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.cargo]
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from rust_grpo.tiny import build_qwen25_tokenizer
+    from rust_grpo.training.tiny import build_qwen25_tokenizer
 
     return build_qwen25_tokenizer()
 
@@ -110,7 +110,7 @@ def test_turn_metrics_and_the_bonus_reward():
 @pytest.mark.train
 def test_two_step_grpo_with_two_turn_repair_episodes(tmp_path):
     """`rust-grpo train --config configs/tiny-cpu.toml --set repair.enabled=true --set repair.max_turns=2`, small."""
-    from rust_grpo.train import build_trainer, train
+    from rust_grpo.training.train import build_trainer, train
 
     cfg = load_config(
         "configs/tiny-cpu.toml",
@@ -150,8 +150,8 @@ def test_eval_with_repair_turns_reports_pass_at_1_after_each_turn(tmp_path):
     import subprocess
     import sys
 
-    from rust_grpo.data import load_problems
-    from rust_grpo.train import resolve_model_path
+    from rust_grpo.problems.schema import load_problems
+    from rust_grpo.training.train import resolve_model_path
 
     cfg = load_config("configs/tiny-cpu.toml", ["model.warm_start_steps=200"])
     model = resolve_model_path(cfg.model, load_problems(cfg.data.train), cfg.data.format())

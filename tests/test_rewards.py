@@ -5,7 +5,7 @@ import logging
 import pytest
 
 from reward_sandbox import Status
-from rust_grpo.rewards import REWARD_NAMES, RewardContext, batch_metrics, build_reward_functions
+from rust_grpo.rewards.functions import REWARD_NAMES, RewardContext, batch_metrics, build_reward_functions
 
 pytestmark = pytest.mark.cargo
 
@@ -141,7 +141,7 @@ def test_a_program_that_compiles_without_the_asked_function_does_not_build_as_an
 def test_a_dead_grader_makes_every_reward_unknown_so_trl_drops_the_completion(caplog):
     """TRL sums the rewards that are not None: if format alone stayed a number, a sandbox fault would
     score exactly like broken code. The real HTTP client, pointed at a port nobody listens on."""
-    from reward_sandbox.client import RemoteGrader
+    from reward_sandbox.service.client import RemoteGrader
 
     context = RewardContext(RemoteGrader("http://127.0.0.1:9", retries=0, timeout_s=2))
     funcs, _ = build_reward_functions(context, {})
@@ -228,7 +228,7 @@ def test_own_tests_of_exercism_style_rows_are_graded_before_they_are_paid(grader
 
 
 def test_oxens_rewards_and_answer_format(grader):
-    from rust_grpo.answer_format import OXEN
+    from rust_grpo.problems.answer_format import OXEN
 
     oxen_answer = (
         "```rust\n/// Add the two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n"

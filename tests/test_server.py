@@ -8,9 +8,9 @@ pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
 from reward_sandbox import Status  # noqa: E402
-from reward_sandbox.client import RemoteGrader, RemoteGraderError  # noqa: E402
-from reward_sandbox.server import ServerOptions, is_loopback, serve  # noqa: E402
-from rust_grpo.rewards import RewardContext, build_reward_functions  # noqa: E402
+from reward_sandbox.service.client import RemoteGrader, RemoteGraderError  # noqa: E402
+from reward_sandbox.service.server import ServerOptions, is_loopback, serve  # noqa: E402
+from rust_grpo.rewards.functions import RewardContext, build_reward_functions  # noqa: E402
 
 from .serving import free_port, serving  # noqa: E402
 

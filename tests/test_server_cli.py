@@ -24,8 +24,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from reward_sandbox.cli import main as sandbox_main
-from reward_sandbox.client import RemoteGrader, RequestRejected
-from reward_sandbox.server import ServerOptions
+from reward_sandbox.service.client import RemoteGrader, RequestRejected
+from reward_sandbox.service.server import ServerOptions
 
 from .conftest import ROOT
 from .serving import serving

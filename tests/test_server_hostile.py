@@ -1,6 +1,6 @@
 """The reward server under hostile and broken clients: a real server on loopback, real sockets.
 
-One test per guarantee of ``reward_sandbox.server`` / ``httpguard``: half-sent requests are dropped
+One test per guarantee of ``reward_sandbox.service.server`` / ``httpguard``: half-sent requests are dropped
 after the read timeout, bodies are bounded while they stream (chunked too), idle connections cannot
 starve /healthz or grading, malformed requests get a 4xx with a reason, disconnects leave no
 traceback, every status is counted, the cache is bounded in bytes, the token never comes from argv.
@@ -27,9 +27,9 @@ pytest.importorskip("uvicorn")
 from reward_sandbox import Result, Status
 from reward_sandbox.cache import ResultCache, disk_cost
 from reward_sandbox.cli import main as sandbox_main
-from reward_sandbox.client import RemoteGrader
-from reward_sandbox.httpguard import LINGER_S
-from reward_sandbox.server import ServerOptions, server_token
+from reward_sandbox.service.client import RemoteGrader
+from reward_sandbox.service.httpguard import LINGER_S
+from reward_sandbox.service.server import ServerOptions, server_token
 
 from .serving import Served, free_port, serving
 
@@ -386,7 +386,7 @@ def test_the_token_never_comes_from_argv(tmp_path, monkeypatch, capsys):
 
 
 def test_a_token_file_others_can_read_is_warned_about(tmp_path, caplog):
-    from reward_sandbox.auth import read_token_file
+    from reward_sandbox.service.auth import read_token_file
 
     path = tmp_path / "token"
     path.write_text("t0ken\n")
@@ -596,7 +596,7 @@ def test_a_parse_bomb_is_refused_before_parsing(served, item):
 
 
 def test_deep_nesting_within_the_structure_budget_is_a_400_not_a_500():
-    from reward_sandbox.server import Refused, parse_jobs
+    from reward_sandbox.service.server import Refused, parse_jobs
 
     with pytest.raises(Refused, match="nested too deeply") as caught:
         parse_jobs(b'{"jobs": ' + b"[" * 5000 + b"]" * 5000 + b"}", 512)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from reward_sandbox.testlog import libtest_event, parse_test_log
+from reward_sandbox.compile.testlog import libtest_event, parse_test_log
 
 SENTINEL = "z::done"
 NONCE = "n0"

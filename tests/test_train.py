@@ -5,7 +5,7 @@ import json
 import pytest
 
 from rust_grpo.config import load_config
-from rust_grpo.train import build_trainer, grpo_args, latest_checkpoint, train
+from rust_grpo.training.train import build_trainer, grpo_args, latest_checkpoint, train
 
 pytestmark = [pytest.mark.train, pytest.mark.slow, pytest.mark.cargo]
 
@@ -130,8 +130,8 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
     import subprocess
     import sys
 
-    from rust_grpo.data import load_problems
-    from rust_grpo.train import resolve_model_path
+    from rust_grpo.problems.schema import load_problems
+    from rust_grpo.training.train import resolve_model_path
 
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
     problems = load_problems(cfg.data.train, max_rows=2)
@@ -199,7 +199,7 @@ def test_any_grpo_config_field_passes_through_the_trl_table(tmp_path):
 
 def test_eval_takes_the_runs_prompt_and_vllm_gets_the_adapters_rank(tmp_path):
     from rust_grpo.config import load_run_config as run_config
-    from rust_grpo.evaluate import vllm_engine_args
+    from rust_grpo.evaluation.sampling import vllm_engine_args
 
     cfg = tiny_config(tmp_path, 'data.system_prompt="You write Rust. SYS-MARK"')
     (tmp_path / "config.json").write_text(cfg.to_json())
@@ -215,9 +215,9 @@ def test_eval_takes_the_runs_prompt_and_vllm_gets_the_adapters_rank(tmp_path):
 
 def test_the_oxen_preset_is_oxens_run():
     """Published values of the Oxen.ai run (their train.py and blog post, 2025)."""
-    from rust_grpo.answer_format import OXEN
-    from rust_grpo.rewards import REWARD_NAMES
-    from rust_grpo.train import peft_config
+    from rust_grpo.problems.answer_format import OXEN
+    from rust_grpo.rewards.functions import REWARD_NAMES
+    from rust_grpo.training.train import peft_config
 
     cfg = load_config("oxen-1.5b", ["train.bf16=false"])
     weights = [cfg.reward.weights.get(name, 0.0) for name in REWARD_NAMES]
@@ -260,7 +260,7 @@ def test_zero_variance_groups_are_left_out_of_the_loss_and_counted(tmp_path):
     """A group whose rewards are all equal leaves the loss and its token count; the other group stays."""
     import torch
 
-    from rust_grpo.trainer import zero_variance_rows
+    from rust_grpo.training.trainer import zero_variance_rows
 
     cfg = tiny_config(
         tmp_path, "train.skip_zero_variance_groups=true", "train.per_device_train_batch_size=8", "train.max_steps=1"

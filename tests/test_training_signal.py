@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rust_grpo.train import build_trainer, train
+from rust_grpo.training.train import build_trainer, train
 from tests.test_train import tiny_config
 
 pytestmark = [pytest.mark.train, pytest.mark.slow, pytest.mark.cargo]
@@ -86,7 +86,7 @@ def test_canary_rows_are_graded_but_stay_out_of_rewards_rates_and_loss(tmp_path)
     """One canary group and one normal group: the canary's rewards are unknown (NaN, so TRL's means
     and advantages ignore them), its rows leave the loss, the rates are the normal group's alone,
     and its pass rate is logged (0: the tiny model does not cheat)."""
-    from rust_grpo.rewards import batch_metrics
+    from rust_grpo.rewards.functions import batch_metrics
 
     cfg = tiny_config(tmp_path, "data.canary_share=0.5", "train.per_device_train_batch_size=8")
     trainer, context = build_trainer(cfg)

@@ -17,8 +17,8 @@ import pytest
 from reward_sandbox import Grader, Status
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.cli import main as sandbox_main
-from rust_grpo.repair import feedback
-from rust_grpo.rewards import RewardContext, build_reward_functions
+from rust_grpo.repair.episodes import feedback
+from rust_grpo.rewards.functions import RewardContext, build_reward_functions
 
 from .conftest import TEST_LIMITS, needs_bwrap
 
@@ -398,20 +398,20 @@ SOUND_LOOKALIKES = {
 
 @pytest.mark.parametrize("shape", list(UNSOUND_SHAPES))
 def test_every_known_shape_of_the_hole_is_refused(shape):
-    from reward_sandbox.soundness import unsound_reason
+    from reward_sandbox.compile.soundness import unsound_reason
 
     assert unsound_reason(U + UNSOUND_SHAPES[shape]) is not None
 
 
 @pytest.mark.parametrize("shape", list(SOUND_LOOKALIKES))
 def test_sound_code_that_looks_alike_is_not_refused(shape):
-    from reward_sandbox.soundness import unsound_reason
+    from reward_sandbox.compile.soundness import unsound_reason
 
     assert unsound_reason(SOUND_LOOKALIKES[shape]) is None
 
 
 def test_the_shipped_problems_references_are_never_refused():
-    from reward_sandbox.soundness import unsound_reason
+    from reward_sandbox.compile.soundness import unsound_reason
 
     root = Path(__file__).resolve().parent.parent
     rows = [
@@ -475,7 +475,7 @@ def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(me
     """When the limit's signal reaches a tool rustc runs (the linker) or rustc sees the write fail, rustc
     exits with an error of its own: its message, not a snippet of the program, names the limit."""
     from reward_sandbox.grader import _file_limit_hit
-    from reward_sandbox.process import StepOutcome
+    from reward_sandbox.isolation.process import StepOutcome
 
     line = json.dumps({"$message_type": "diagnostic", "message": message, "level": "error", "spans": []})
     assert _file_limit_hit(StepOutcome(started=True, exit_code=1, output=line.encode() + b"\n"))
@@ -594,7 +594,7 @@ def test_traits_that_no_name_could_shadow_are_refused(grader, source, refused):
 
 
 def test_exercism_suites_name_the_traits_their_stub_declares():
-    from rust_grpo.importers import name_stub_traits
+    from rust_grpo.problems.importers import name_stub_traits
 
     tests = '#![allow(clippy::all)]\nuse luhn_trait::*;\n#[test]\nfn t() { assert!("059".valid_luhn()); }\n'
     named = name_stub_traits(tests, "pub trait Luhn {\n    fn valid_luhn(&self) -> bool;\n}\n", "luhn_trait")

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from rust_grpo.data import load_problems
-from rust_grpo.passk import pass_at_k
-from rust_grpo.report import compare
-from rust_grpo.scoring import Completion, score_completions, summarize
-from rust_grpo.verify import verify_problems
+from rust_grpo.evaluation.passk import pass_at_k
+from rust_grpo.evaluation.report import compare
+from rust_grpo.evaluation.scoring import Completion, score_completions, summarize
+from rust_grpo.problems.schema import load_problems
+from rust_grpo.problems.verify import verify_problems
 
 from .conftest import ROOT
 
@@ -166,7 +166,7 @@ def test_the_hidden_verdict_of_a_correct_program_does_not_depend_on_its_own_test
 
 
 def test_difficulty_filter_keeps_prompts_solved_sometimes(grader):
-    from rust_grpo.difficulty import split_by_difficulty
+    from rust_grpo.problems.difficulty import split_by_difficulty
 
     problems = {p.id: p for p in load_problems(str(ROOT / "data" / "eval.jsonl"), max_rows=3)}
     easy, hard, mid = list(problems)

@@ -1,13 +1,13 @@
-"""The SFT cold start (rust_grpo/warmstart.py) as used for pretrained models: exact softmax, code-only answers."""
+"""The SFT cold start (rust_grpo/training/warmstart.py) as used for pretrained models: exact softmax, code-only answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from rust_grpo.answer_format import THINK
 from rust_grpo.config import load_config
-from rust_grpo.data import load_problems
-from rust_grpo.warmstart import reference_answer
+from rust_grpo.problems.answer_format import THINK
+from rust_grpo.problems.schema import load_problems
+from rust_grpo.training.warmstart import reference_answer
 
 
 def test_code_only_reference_answers() -> None:
@@ -33,8 +33,8 @@ def test_cold_start_with_the_exact_softmax_changes_the_weights_and_is_cached(tmp
     import torch
     from transformers import AutoModelForCausalLM
 
-    from rust_grpo.tiny import build_tiny_qwen2
-    from rust_grpo.warmstart import cold_start_policy
+    from rust_grpo.training.tiny import build_tiny_qwen2
+    from rust_grpo.training.warmstart import cold_start_policy
 
     base = build_tiny_qwen2(tmp_path / "tiny")
     monkeypatch.setenv("RUST_GRPO_CACHE", str(tmp_path / "cache"))

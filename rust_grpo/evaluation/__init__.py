@@ -1,0 +1,6 @@
+"""Evaluation: sample, grade, score and report.
+
+``rust-grpo eval`` sampling (``sampling``), per-record verdicts and summaries for ``score`` and
+``eval`` (``scoring``), the pass@k estimator (``passk``), reports in JSON, Markdown and PNG
+(``report``), and the stage-by-stage learning measurements of the benchmarks (``learning``).
+"""

@@ -1,0 +1,167 @@
+"""Stage-by-stage learning measurements: base model, after the SFT cold start, after GRPO.
+
+Each stage is scored on the same held-out problems with the same sampling settings, so the
+differences between stages are what training gave. Rates carry Wilson 95% intervals (exact enough
+at n = 64, and never outside [0, 1]); the mean reward a normal-approximation 95% interval. Used by
+``benchmarks/bench_learning.py``; small and pure so that it is tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..problems.schema import Problem
+
+Z95 = 1.959963984540054
+STAGES = ("base", "sft", "grpo")
+RATES = {"format": "format_ok", "build": "build_ok", "hidden_pass": "hidden_pass"}
+PLOTTED = (*RATES, "hidden_share")  # the rates, and the mean share of hidden tests passed
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial rate (0 <= successes <= n)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, {n}], got {successes}")
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float]:
+    """Mean +- z standard errors (sample standard deviation); a single value has no spread."""
+    if not values:
+        return (0.0, 0.0)
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return (mean, mean)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    half = z * sd / math.sqrt(len(values))
+    return (mean - half, mean + half)
+
+
+def weighted_reward(rewards: dict[str, float | None], weights: dict[str, float]) -> float | None:
+    """The training objective for one completion (the weighted sum TRL pays); None when any
+    weighted component is unknown (a sandbox fault)."""
+    total = 0.0
+    for name, weight in weights.items():
+        if not weight:
+            continue
+        value = rewards.get(name)
+        if value is None:
+            if name in ("hidden_tests", "all_hidden") and rewards.get("build") is not None:
+                continue  # rows without hidden tests: no hidden reward, not a fault
+            return None
+        total += weight * value
+    return total
+
+
+def hidden_share(record: dict[str, Any]) -> float:
+    """The share of its hidden tests a completion passes (0 when it does not build as an answer):
+    partial correctness, which moves long before every test passes."""
+    tests = record.get("hidden_tests") or {}
+    total = int(tests.get("total") or 0)
+    return int(tests.get("passed") or 0) / total if total and record.get("build_ok") else 0.0
+
+
+def mark_argless(records: Sequence[dict[str, Any]], texts: Sequence[str], problems: dict[str, Problem]) -> None:
+    """Set ``argless`` on each ``score_completions`` record: it builds as an answer and the function
+    its hidden tests call names none of its parameters (see ``argless.py``)."""
+    from ..problems.parsing import parse_completion
+    from ..rewards.argless import ignores_arguments
+
+    for record, text in zip(records, texts):
+        problem = problems.get(record.get("problem_id", ""))
+        code = parse_completion(text).code
+        record["argless"] = bool(record.get("build_ok")) and bool(problem and ignores_arguments(code, problem.tests))
+
+
+def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> dict[str, Any]:
+    """``{"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"}`` plus
+    ``<name>_ci`` 95% intervals, from ``score_completions`` records (completions the sandbox could not
+    grade are left out). ``argless_builds`` is the share of *builds* whose asked function ignores its
+    arguments (records marked by :func:`mark_argless`): stubs that compile, which should fall."""
+    graded = [r for r in records if r.get("status") != "sandbox_error" and not r.get("unknown_problem")]
+    n = len(graded)
+    out: dict[str, Any] = {"n": n}
+    for name, key in RATES.items():
+        k = sum(bool(r[key]) for r in graded)
+        out[name] = round(k / n, 4) if n else 0.0
+        out[f"{name}_ci"] = [round(x, 4) for x in wilson_interval(k, n)]
+    shares = [hidden_share(r) for r in graded]
+    out["hidden_share"] = round(sum(shares) / n, 4) if n else 0.0
+    out["hidden_share_ci"] = [round(max(0.0, x), 4) for x in mean_interval(shares)]
+    builds = [r for r in graded if r.get("build_ok")]
+    argless = sum(bool(r.get("argless")) for r in builds)
+    out["argless_builds"] = round(argless / len(builds), 4) if builds else 0.0
+    out["argless_builds_ci"] = [round(x, 4) for x in wilson_interval(argless, len(builds))]
+    rewards = [v for r in graded if (v := weighted_reward(r.get("rewards", {}), weights)) is not None]
+    out["mean_reward"] = round(sum(rewards) / len(rewards), 4) if rewards else 0.0
+    out["mean_reward_ci"] = [round(x, 4) for x in mean_interval(rewards)]
+    return out
+
+
+def learning_report(model: str, grpo_steps: int, stages: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """The benchmark's JSON: ``{"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}`` (+ extra keys)."""
+    missing = [s for s in STAGES if s not in stages]
+    if missing:
+        raise ValueError(f"stages missing: {missing}")
+    return {"model": model, "grpo_steps": grpo_steps, "stages": {s: stages[s] for s in STAGES}, **extra}
+
+
+def easiest(problems: Sequence[Problem], k: int) -> list[Problem]:
+    """The ``k`` problems with the shortest reference solutions (ties by id): a deterministic
+    choice of problems a 135M model can sometimes solve."""
+    return sorted(problems, key=lambda p: (len(p.solution), p.id))[:k]
+
+
+def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: Path) -> Path:
+    """Left: the three stages' rates and hidden-test share with 95% intervals. Right: GRPO's
+    per-step mean reward with a band of +-1 standard deviation of that step's rewards, and the
+    step's build rate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    width = 0.26
+    for i, stage in enumerate(STAGES):
+        m = report["stages"][stage]
+        names = [name for name in PLOTTED if name in m]  # reports from before hidden_share lack it
+        xs = [j + (i - 1) * width for j in range(len(names))]
+        ys = [m[name] for name in names]
+        errs = [
+            [max(0.0, y - m[f"{name}_ci"][0]) for name, y in zip(names, ys)],
+            [max(0.0, m[f"{name}_ci"][1] - y) for name, y in zip(names, ys)],
+        ]
+        left.bar(xs, ys, width, yerr=errs, capsize=3, label=f"{stage} (n={m['n']})")
+    left.set_xticks(range(len(names)), names)
+    left.set_ylim(0, 1)
+    left.set_ylabel("rate on held-out problems")
+    left.set_title(f"{report['model']}: held-out, 95% intervals")
+    left.legend()
+    xs = [int(r.get("step", i + 1)) for i, r in enumerate(steps)]
+    mean = [float(r.get("reward", 0.0)) for r in steps]
+    sd = [float(r.get("reward_std", 0.0)) for r in steps]
+    right.plot(xs, mean, color="C2", label="mean reward")
+    right.fill_between(
+        xs, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)], color="C2", alpha=0.2, label="+-1 sd"
+    )
+    build = [r.get("rates/build") for r in steps]
+    if all(b is not None for b in build) and build:
+        right.plot(xs, build, color="C1", linestyle="--", label="build rate (training batch)")
+    right.set_xlabel("GRPO step")
+    right.set_title("GRPO training reward per step")
+    right.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

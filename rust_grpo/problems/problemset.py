@@ -1,0 +1,86 @@
+"""The shipped problem set: human-written sources in ``data/source/*.rsp``, built into JSONL.
+
+A source file holds problems separated by ``=== id`` lines; each has a prompt, then
+``--- signature``, ``--- solution`` and ``--- tests`` sections. Test blocks separated by blank
+lines become separate ``#[test]`` functions, so the hidden-test reward gets partial credit.
+``build_dataset`` writes ``train.jsonl`` and ``eval.jsonl`` (every fifth problem goes to eval), and
+``demo.jsonl``, a few short training problems for the CPU demo.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from reward_sandbox.outfiles import write_lines
+
+from .schema import DataError, Problem
+
+_HEADER = re.compile(r"^=== ([a-z0-9_]+)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^--- (signature|solution|tests)\s*$", re.MULTILINE)
+EVAL_EVERY = 5
+DEMO_SIZE = 8  # data/demo.jsonl: the training problems with the shortest reference answers (CPU demo)
+
+
+def render_tests(block_text: str) -> str:
+    """Blank-line separated assert groups -> ``#[test] fn case_N()`` functions."""
+    groups = [g.strip("\n") for g in re.split(r"\n\s*\n", block_text.strip("\n")) if g.strip()]
+    lines = [line for line in groups[0].splitlines() if line.strip()] if len(groups) == 1 else []
+    if lines and all(line.lstrip().startswith("assert") and line.rstrip().endswith(";") for line in lines):
+        groups = lines  # independent one-line asserts: one test each, for partial credit
+    out = []
+    for i, group in enumerate(groups, 1):
+        body = "\n".join("    " + line if line.strip() else "" for line in group.splitlines())
+        out.append(f"#[test]\nfn case_{i}() {{\n{body}\n}}\n")
+    return "\n".join(out)
+
+
+def parse_source(text: str, origin: str) -> list[Problem]:
+    problems = []
+    headers = list(_HEADER.finditer(text))
+    for n, header in enumerate(headers):
+        end = headers[n + 1].start() if n + 1 < len(headers) else len(text)
+        chunk = text[header.end() : end]
+        problem_id = header.group(1)
+        parts = _SECTION.split(chunk)
+        prompt, sections = parts[0].strip(), dict(zip(parts[1::2], (p.strip("\n") for p in parts[2::2])))
+        missing = {"signature", "solution", "tests"} - set(sections)
+        if missing or not prompt:
+            raise DataError(f"{origin}: problem {problem_id}: missing {sorted(missing) or ['prompt']}")
+        problems.append(
+            Problem(
+                id=problem_id,
+                prompt=prompt,
+                signature=sections["signature"].strip(),
+                solution=sections["solution"].rstrip() + "\n",
+                tests=render_tests(sections["tests"]),
+            )
+        )
+    return problems
+
+
+def load_sources(source_dir: Path) -> list[Problem]:
+    sources = sorted(Path(source_dir).glob("*.rsp"))
+    if not sources:
+        raise DataError(f"{source_dir}: no problem sources (*.rsp) there; the shipped ones are in data/source")
+    problems: list[Problem] = []
+    for path in sources:
+        problems += parse_source(path.read_text(), path.name)
+    ids = [p.id for p in problems]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise DataError(f"duplicate problem ids: {duplicates}")
+    return problems
+
+
+def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
+    problems = load_sources(source_dir)
+    splits: dict[str, list[Problem]] = {"train": [], "eval": []}
+    for i, p in enumerate(problems):
+        splits["eval" if i % EVAL_EVERY == EVAL_EVERY - 1 else "train"].append(p)
+    splits["demo"] = sorted(splits["train"], key=lambda p: len(p.solution) + len(p.tests))[:DEMO_SIZE]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, rows in splits.items():
+        write_lines(out_dir / f"{name}.jsonl", (json.dumps(p.to_dict()) for p in rows))
+    return {name: len(rows) for name, rows in splits.items()}

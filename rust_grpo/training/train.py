@@ -1,0 +1,277 @@
+"""GRPO training with TRL + PEFT LoRA and sandboxed cargo rewards."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..problems.answer_format import AnswerFormat
+
+from ..config import LoraSettings, ModelConfig, RewardConfig, RunConfig
+from ..problems.schema import Problem, to_training_rows
+from ..rewards.functions import RewardContext, build_reward_functions
+from .canaries import CANARY_COLUMN, CanaryWatch, canary_guard, is_canary_id, make_canaries
+
+log = logging.getLogger("rust_grpo")
+
+
+def resolve_model_path(
+    model: ModelConfig, problems: list[Problem] | None = None, fmt: AnswerFormat | None = None
+) -> str:
+    """The policy's path: ``model.name_or_path`` (GGUF sources converted, see models.py), after its
+    cold start when ``model.warm_start_steps`` is set; with ``model.tiny``, the offline tiny model."""
+    from ..problems.answer_format import THINK
+
+    if not model.tiny:
+        from ..models import resolve_model
+
+        path = resolve_model(model.name_or_path)
+        if not model.warm_start_steps or not problems:
+            return path
+        from .warmstart import cold_start_policy
+
+        policy = cold_start_policy(
+            path, problems, fmt or THINK, model.warm_start_steps, model.warm_start_lr, model.warm_start_tests
+        )
+        return str(policy)
+    from .tiny import tiny_policy
+
+    return str(tiny_policy(model.warm_start_steps, problems or [], fmt or THINK))
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a launch (torchrun, ``accelerate launch``, deepspeed all set RANK), or no launcher:
+    the one process that writes run files (config, metrics, samples, plots)."""
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def make_grader(reward: RewardConfig) -> Any:
+    """A local sandbox pool, or the HTTP client when ``reward.server_url`` is set."""
+    from reward_sandbox import open_grader
+
+    return open_grader(reward.sandbox_settings())
+
+
+def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
+    """Map our config onto TRL's GRPOConfig (vLLM wiring included)."""
+    from trl import GRPOConfig
+
+    t, v = cfg.train, cfg.vllm
+    kwargs: dict[str, Any] = dict(
+        output_dir=t.output_dir,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler_type,
+        warmup_steps=t.warmup_steps,
+        num_train_epochs=t.num_train_epochs,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.per_device_train_batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        num_generations=t.num_generations,
+        max_completion_length=t.max_completion_length,
+        temperature=t.temperature,
+        top_p=t.top_p,
+        beta=t.beta,
+        loss_type=t.loss_type,
+        epsilon=t.epsilon,
+        scale_rewards=t.scale_rewards,
+        mask_truncated_completions=t.mask_truncated_completions,
+        num_iterations=t.num_iterations,
+        logging_steps=t.logging_steps,
+        save_steps=t.save_steps,
+        save_total_limit=t.save_total_limit,
+        seed=t.seed,
+        use_cpu=t.use_cpu,
+        bf16=t.bf16,
+        report_to=t.report_to,
+        log_completions=t.log_completions,
+        reward_weights=reward_weights,
+        activation_checkpointing=cfg.model.gradient_checkpointing,  # transformers 5 renamed gradient_checkpointing
+        remove_unused_columns=False,
+        disable_tqdm=True,  # StepLineCallback prints one line a step instead
+    )
+    kwargs.update(cfg.trl)  # checked at load time against GRPOConfig's fields
+    if t.epsilon_high:
+        kwargs["epsilon_high"] = t.epsilon_high
+    if t.generation_batch_size:
+        kwargs["generation_batch_size"] = t.generation_batch_size
+    if v.enabled:
+        kwargs.update(use_vllm=True, vllm_mode=v.mode)
+        if v.mode == "colocate":
+            kwargs.update(
+                vllm_gpu_memory_utilization=v.gpu_memory_utilization,
+                vllm_tensor_parallel_size=v.tensor_parallel_size,
+                vllm_enable_sleep_mode=v.enable_sleep_mode,
+            )
+        else:
+            kwargs.update(vllm_server_timeout=v.server_timeout_s)
+            if v.server_base_url:
+                kwargs["vllm_server_base_url"] = v.server_base_url
+            else:
+                kwargs.update(vllm_server_host=v.server_host, vllm_server_port=v.server_port)
+    return GRPOConfig(**kwargs)
+
+
+def peft_config(lora: LoraSettings) -> Any:
+    if not lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    return {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere torch emulates
+    it, and bf16 autocast can be slower than float32."""
+    import torch
+
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
+def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tuple[Any, RewardContext]:
+    """Everything up to ``trainer.train()``: model, tokenizer, data, rewards, callbacks."""
+    import warnings
+
+    # TRL reads transformers' deprecated `is_gradient_checkpointing` at every generation: one warning each
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.* is deprecated", category=FutureWarning)
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .callbacks import MetricsJsonlCallback, SamplesCallback, StepLineCallback
+
+    if cfg.vllm.enabled:
+        from trl.import_utils import is_vllm_available
+
+        if not is_vllm_available():
+            raise RuntimeError(
+                "vllm.enabled needs vLLM and a CUDA GPU: pip install -e '.[vllm]' (or set vllm.enabled=false)"
+            )
+    if cfg.train.use_cpu and cfg.train.bf16 and not cpu_has_native_bf16():
+        log.warning(
+            "train.bf16 on a CPU without AVX512-BF16 or AMX is emulated and may be slower: try train.bf16=false"
+        )
+    out = Path(cfg.train.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if is_main_process():
+        (out / "config.json").write_text(cfg.to_json())
+    problems = cfg.data.problems()
+    log.info("training on %d problems from %s", len(problems), cfg.data.train)
+    model_path = resolve_model_path(cfg.model, problems, cfg.data.format())
+    log.info("policy: %s", model_path)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model_kwargs: dict[str, Any] = {"dtype": _dtype(cfg.model.dtype)}
+    if cfg.model.attn_implementation:
+        model_kwargs["attn_implementation"] = cfg.model.attn_implementation
+    model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
+    canaries = make_canaries(problems, cfg.data.canary_share, cfg.train.seed)  # in memory only, never in a file
+    rows = to_training_rows(problems + canaries, cfg.data.format())
+    if canaries:
+        log.info("%d canary rows mixed into training (data.canary_share=%s)", len(canaries), cfg.data.canary_share)
+        for row in rows:
+            row[CANARY_COLUMN] = is_canary_id(row["id"])
+    dataset = Dataset.from_list(rows)
+    grader = make_grader(cfg.reward)
+    context = RewardContext(
+        grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
+    )
+    funcs: list[Any]
+    funcs, weights = build_reward_functions(context, cfg.reward.weights)
+    funcs[0].log_rates = False  # the trainer logs the rates itself, without canary rows
+    rates_context: RewardContext | None = context
+    if reward_funcs is not None:  # benchmarks swap in their own objective
+        funcs, weights, rates_context = reward_funcs, [1.0] * len(reward_funcs), None
+    repair = None
+    if cfg.repair.enabled:  # multi-turn repair episodes through TRL's rollout_func (repair/rollout.py)
+        from ..repair.rollout import RepairBonus, RepairRollout
+
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL: said in our docs
+        repair = RepairRollout(context, problems, [row["prompt"] for row in dataset], cfg.reward.weights, cfg.repair)
+        funcs, weights = [*funcs, RepairBonus(cfg.repair.max_turns)], [*weights, 1.0]
+    from .trainer import RustGRPOTrainer
+
+    watch = (
+        CanaryWatch(out / "canaries.jsonl", cfg.train.canary_max_rate, cfg.train.canary_action) if canaries else None
+    )
+    trainer = RustGRPOTrainer(
+        skip_zero_variance_groups=cfg.train.skip_zero_variance_groups,
+        dynamic_sampling_rounds=cfg.train.dynamic_sampling_rounds if cfg.train.dynamic_sampling else 0,
+        reward_context=rates_context,
+        canary_watch=watch,
+        model=model,
+        reward_funcs=funcs,
+        args=grpo_args(cfg, weights),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(cfg.lora),
+        callbacks=[
+            MetricsJsonlCallback(out / "metrics.jsonl", context),
+            SamplesCallback(
+                out / "samples.jsonl", context, cfg.train.samples_every, cfg.train.samples_per_step, repair
+            ),
+        ],
+        rollout_func=repair,
+    )
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)  # the raw dict of every value, each step
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(StepLineCallback())
+    if watch is not None:
+        trainer.add_callback(canary_guard(watch))
+    return trainer, context
+
+
+def latest_checkpoint(output_dir: Path) -> str | None:
+    checkpoints = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(checkpoints[-1]) if checkpoints else None
+
+
+def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path:
+    """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir, ``overwrite``
+    replaces an earlier run there. Without either, an output dir that holds anything is refused
+    (``outdir.claim_output_dir``): a run never mixes with, or deletes, what it did not write."""
+    from ..outdir import claim_output_dir
+
+    out = Path(cfg.train.output_dir)
+    if is_main_process():
+        claim_output_dir(out, "run", resume=resume, overwrite=overwrite)
+    checkpoint = latest_checkpoint(out) if resume else None
+    if resume and checkpoint is None:
+        log.warning("--resume: no checkpoint in %s, starting fresh", out)
+    trainer, _context = build_trainer(cfg)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final = out / "final"
+    trainer.save_model(str(final))  # every rank: ZeRO-3/FSDP gather the weights; only the main one writes
+    if not trainer.is_world_process_zero():
+        return final
+    trainer.processing_class.save_pretrained(str(final))
+    from .runcard import write_run_card
+
+    write_run_card(cfg, out)  # after TRL's own card, which it writes on every save
+    try:
+        from .plots import plot_run
+
+        log.info("training curves: %s", plot_run(out))
+    except (FileNotFoundError, ImportError) as exc:
+        log.warning("no plot: %s", exc)
+    return final

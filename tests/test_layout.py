@@ -1,0 +1,135 @@
+"""The packages' import rules, read from the source with ``ast``: no import cycle between modules, no
+module importing another's private (underscore) name, and ``reward_sandbox`` independent of
+``rust_grpo`` and of torch."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+PACKAGES = ("reward_sandbox", "rust_grpo")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path, tree: ast.Module | None = None) -> list[tuple[ast.stmt, str, list[str]]]:
+    """Every import statement of the module (function-level ones included), with the module it
+    reads from, made absolute, and the names it takes (``[]`` for ``import x``)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: list[tuple[ast.stmt, str, list[str]]] = []
+    for node in ast.walk(tree or ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join([*base, *([node.module] if node.module else [])])
+            out.append((node, source, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out.extend((node, a.name, []) for a in node.names)
+    return out
+
+
+def _top_level(tree: ast.Module) -> set[int]:
+    """The ids of the import statements that run when the module is imported: at module level, in
+    ``try`` or ``if`` blocks there, but not under ``if TYPE_CHECKING``."""
+    ids: set[int] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                ids.add(id(node))
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                    visit(block)
+
+    visit(tree.body)
+    return ids
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports at import time (a package's ``__init__`` counts as a module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        run = _top_level(tree)
+        deps: set[str] = set()
+        for node, source, names in _imports(name, path, tree):
+            if id(node) not in run:
+                continue
+            targets = [f"{source}.{n}" for n in names if f"{source}.{n}" in MODULES] or [source]
+            deps |= {t for t in targets if t in MODULES and t != name}
+        graph[name] = deps
+    return graph
+
+
+def test_layout_finds_the_packages() -> None:
+    assert "reward_sandbox.compile.lexer" in MODULES and "rust_grpo.rewards.audit" in MODULES
+
+
+def test_no_import_cycle() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[str] = []
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        stack.append(module)
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(dep) :], dep]))
+            elif dep not in state:
+                visit(dep, stack)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_private_name_crosses_modules() -> None:
+    """What two modules share gets a public name in one of them."""
+    found = [
+        f"{MODULES[name].relative_to(ROOT)}:{node.lineno}: {source}.{n}"
+        for name, path in MODULES.items()
+        for node, source, names in _imports(name, path)
+        for n in names
+        if n.startswith("_") and not n.startswith("__")
+    ]
+    assert not found, "private names imported from another module:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("forbidden", ["rust_grpo", "torch", "transformers", "trl"])
+def test_reward_sandbox_stands_alone(forbidden: str) -> None:
+    found = [
+        f"{MODULES[name].relative_to(ROOT)}: {source}"
+        for name, path in MODULES.items()
+        if name.startswith("reward_sandbox")
+        for _, source, _ in _imports(name, path)
+        if source.split(".")[0] == forbidden
+    ]
+    assert not found, f"reward_sandbox imports {forbidden}:\n" + "\n".join(found)
+
+
+def test_every_package_says_what_it_is_for() -> None:
+    for name, path in MODULES.items():
+        if path.name == "__init__.py":
+            assert ast.get_docstring(ast.parse(path.read_text())), f"{name}: no docstring"
