@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from .test_grading import ADD
+from .sandbox.test_grading import ADD
 
 pytestmark = pytest.mark.cargo
 

@@ -26,7 +26,7 @@ from reward_sandbox import Result, Status
 from reward_sandbox.service.client import RemoteGrader, RequestRejected
 from reward_sandbox.service.server import ServerOptions
 
-from .serving import free_port, serving
+from ...serving import free_port, serving
 
 pytestmark = pytest.mark.cargo
 

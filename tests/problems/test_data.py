@@ -7,7 +7,7 @@ from rust_grpo.problems.problemset import build_dataset, load_sources, render_te
 from rust_grpo.problems.schema import DataError, load_problems, normalize, to_training_rows, user_prompt
 from rust_grpo.problems.verify import make_stub
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def write_jsonl(path, rows):

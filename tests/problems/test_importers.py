@@ -9,7 +9,7 @@ from rust_grpo.problems.importers import import_problems
 from rust_grpo.problems.schema import normalize
 from rust_grpo.problems.verify import verify_problems
 
-from .conftest import SHARED
+from ..conftest import SHARED
 
 pytestmark = pytest.mark.cargo
 
@@ -214,7 +214,7 @@ def test_humanevalpack_upstream_rows_import_and_verify(tmp_path, grader):
 
 
 def crates_installed() -> bool:
-    from .test_crates import needs_crates
+    from ..sandbox.test_crates import needs_crates
 
     return not needs_crates.args[0]
 

@@ -19,7 +19,7 @@ import pytest
 from reward_sandbox import Limits, Status
 from reward_sandbox.isolation.slots import UID_BASE, UID_COUNT
 
-from .conftest import TEST_LIMITS, grade_one
+from ..conftest import TEST_LIMITS, grade_one
 
 pytestmark = [pytest.mark.cargo, pytest.mark.bwrap]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rust_grpo.training.train import build_trainer, train
-from tests.test_train import tiny_config
+
+from .test_train import tiny_config
 
 pytestmark = [pytest.mark.train, pytest.mark.slow, pytest.mark.cargo]
 

@@ -27,8 +27,8 @@ from reward_sandbox.cli import main as sandbox_main
 from reward_sandbox.service.client import RemoteGrader, RequestRejected
 from reward_sandbox.service.server import ServerOptions
 
-from .conftest import ROOT
-from .serving import serving
+from ...conftest import ROOT
+from ...serving import serving
 
 BAD_OPTIONS = [
     (["--port", "99999"], "--port: 99999 is above 65535"),

@@ -16,9 +16,9 @@ from reward_sandbox.cache import ResultCache
 from reward_sandbox.corpus import corpus, grouped
 from reward_sandbox.jobs import Job
 
-from .conftest import SHARED, TEST_LIMITS, needs_bwrap
-from .test_grading import ADD
-from .test_parity import EXTRA, LINT_CASES
+from ...conftest import SHARED, TEST_LIMITS, needs_bwrap
+from ..test_grading import ADD
+from ..test_parity import EXTRA, LINT_CASES
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow, needs_bwrap]
 

@@ -12,7 +12,7 @@ from reward_sandbox.service.client import RemoteGrader, RemoteGraderError  # noq
 from reward_sandbox.service.server import ServerOptions, is_loopback, serve  # noqa: E402
 from rust_grpo.rewards.functions import RewardContext, build_reward_functions  # noqa: E402
 
-from .serving import free_port, serving  # noqa: E402
+from ...serving import free_port, serving  # noqa: E402
 
 pytestmark = pytest.mark.cargo
 

@@ -31,7 +31,7 @@ from reward_sandbox.service.client import RemoteGrader
 from reward_sandbox.service.httpguard import LINGER_S
 from reward_sandbox.service.server import ServerOptions, server_token
 
-from .serving import Served, free_port, serving
+from ...serving import Served, free_port, serving
 
 pytestmark = pytest.mark.cargo
 
@@ -405,7 +405,7 @@ def test_with_a_low_open_file_limit_idle_connections_still_cannot_starve_it(tmp_
     import sys
     import urllib.request
 
-    from .conftest import ROOT
+    from ...conftest import ROOT
 
     port = free_port()
     env = {**os.environ, "REWARD_SANDBOX_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}

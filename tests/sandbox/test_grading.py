@@ -5,7 +5,7 @@ import pytest
 from reward_sandbox import Grader, Status
 from reward_sandbox.cache import ResultCache
 
-from .conftest import TEST_LIMITS, grade_one
+from ..conftest import TEST_LIMITS, grade_one
 
 pytestmark = pytest.mark.cargo
 

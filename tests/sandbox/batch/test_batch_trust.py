@@ -19,7 +19,7 @@ from reward_sandbox.cache import ResultCache
 from reward_sandbox.jobs import Job
 from rust_grpo.rewards.functions import RewardContext, build_reward_functions
 
-from .conftest import TEST_LIMITS, needs_bwrap
+from ...conftest import TEST_LIMITS, needs_bwrap
 from .test_batched import batched, compare, single, verdict, was_batched  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow, needs_bwrap]

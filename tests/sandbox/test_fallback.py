@@ -5,7 +5,7 @@ import pytest
 
 from reward_sandbox import Status
 
-from .conftest import grade_one
+from ..conftest import grade_one
 from .test_adversarial import attack_job
 
 pytestmark = pytest.mark.cargo

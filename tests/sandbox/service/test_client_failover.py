@@ -12,7 +12,6 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -23,11 +22,11 @@ from rust_grpo.config import RewardConfig
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from .serving import free_port, serving
+from ...conftest import ROOT
+from ...serving import free_port, serving
 
 pytestmark = [pytest.mark.cargo, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "failover-s3cret"
 
 

@@ -12,7 +12,7 @@ from rust_grpo.evaluation.scoring import Completion, score_completions, summariz
 from rust_grpo.problems.schema import load_problems
 from rust_grpo.problems.verify import verify_problems
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 pytestmark = pytest.mark.cargo
 

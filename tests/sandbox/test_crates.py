@@ -14,8 +14,8 @@ from reward_sandbox.compile.crates import CURATED, DEBIAN_PACKAGES, detect, inst
 from reward_sandbox.isolation.limits import Limits
 from reward_sandbox.jobs import InvalidJob, Job
 
-from .conftest import TEST_LIMITS, needs_bwrap
-from .test_batched import verdict, was_batched
+from ..conftest import TEST_LIMITS, needs_bwrap
+from .batch.test_batched import verdict, was_batched
 
 # one program per crate of the set, with hidden tests that pass only if the crate really works
 PROGRAMS: dict[str, tuple[str, str]] = {
@@ -247,7 +247,7 @@ def test_batched_crate_programs_grade_as_alone(alone) -> None:
 def test_ci_and_both_images_install_every_package_of_the_set() -> None:
     import re
 
-    from .conftest import ROOT
+    from ..conftest import ROOT
 
     script = (ROOT / "scripts" / "system_packages.sh").read_text()
     listed = re.search(r"CRATE_PACKAGES=\(([^)]*)\)", script)
@@ -308,7 +308,7 @@ def test_two_processes_build_the_set_once_atomically(tmp_path) -> None:
     import subprocess
     import sys
 
-    from .conftest import ROOT
+    from ..conftest import ROOT
 
     registry = tmp_path / "registry"
     (registry / "md5-0.7.0").mkdir(parents=True)

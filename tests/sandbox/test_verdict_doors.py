@@ -20,7 +20,7 @@ from reward_sandbox.cli import main as sandbox_main
 from rust_grpo.repair.episodes import feedback
 from rust_grpo.rewards.functions import RewardContext, build_reward_functions
 
-from .conftest import TEST_LIMITS, needs_bwrap
+from ..conftest import ROOT, TEST_LIMITS, needs_bwrap
 
 pytestmark = [pytest.mark.cargo, pytest.mark.bwrap, needs_bwrap]
 
@@ -413,9 +413,8 @@ def test_sound_code_that_looks_alike_is_not_refused(shape):
 def test_the_shipped_problems_references_are_never_refused():
     from reward_sandbox.compile.soundness import unsound_reason
 
-    root = Path(__file__).resolve().parent.parent
     rows = [
-        json.loads(line) for path in sorted((root / "data").glob("*.jsonl")) for line in path.read_text().splitlines()
+        json.loads(line) for path in sorted((ROOT / "data").glob("*.jsonl")) for line in path.read_text().splitlines()
     ]
     assert len(rows) > 100
     assert [r["id"] for r in rows if unsound_reason(r.get("solution") or "")] == []

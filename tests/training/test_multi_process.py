@@ -18,7 +18,7 @@ from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.pool import default_workers
 
-from .conftest import ROOT, TEST_LIMITS
+from ..conftest import ROOT, TEST_LIMITS
 
 ACCELERATE_CONFIGS = ROOT / "configs" / "accelerate"
 
@@ -59,12 +59,12 @@ def test_two_ranks_train_with_metrics_and_samples_written_once(tmp_path):
         pytest.skip("accelerate CLI not installed")
     from reward_sandbox.service.server import ServerOptions
 
-    from .serving import serving
+    from ..serving import serving
 
     run = tmp_path / "run"
     overrides = [
         f"train.output_dir={run}",
-        "model.warm_start_steps=200",  # the same warm start as tests/test_train.py (cached once for both)
+        "model.warm_start_steps=200",  # the same warm start as tests/training/test_train.py (cached once for both)
         "data.max_rows=2",
         "train.max_steps=2",
         "train.max_completion_length=224",

@@ -11,7 +11,8 @@ from rust_grpo.problems.schema import DataError, Problem, chat_prompt, job_colum
 from rust_grpo.repair.episodes import run_episodes
 from rust_grpo.repair.rollout import RepairBonus, RepairRollout, TokenPolicy, turn_metrics
 from rust_grpo.rewards.functions import RewardContext
-from tests.test_repair import COMPILE_ERROR, PROBLEM, RIGHT
+
+from .test_repair import COMPILE_ERROR, PROBLEM, RIGHT
 
 pytestmark = [pytest.mark.cargo]
 
