@@ -12,9 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
+from rust_grpo.evaluation.verify import verify_problems
 from rust_grpo.problems.importers import import_problems
 from rust_grpo.problems.schema import Problem
-from rust_grpo.problems.verify import verify_problems
 
 SUITE = Path(__file__).resolve().parent.parent.parent / "shared" / "evalsets" / "exercism" / "exercism_rust.jsonl"
 

@@ -7,8 +7,8 @@ Usable on its own, without torch::
         results = grader.grade([{"id": "a", "source": "pub fn f() -> u8 { 1 }"}])
 """
 
+from .backends import BACKENDS, CARGO, FAST
 from .cache import ResultCache
-from .compile.backends import BACKENDS, CARGO, FAST
 from .compile.toolchain import Toolchain, ToolchainError, find_toolchain
 from .isolation.levels import BWRAP, RLIMITS, Isolation, IsolationUnavailable, bwrap_problem, choose_level
 from .isolation.limits import Limits

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
 from .compile.assemble import Assembly, assemble
-from .compile.backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
 from .compile.diagnostics import dedupe, parse_diagnostics
 from .compile.testlog import parse_test_log
 from .compile.toolchain import Toolchain

@@ -13,10 +13,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
+from .backends import BACKENDS, FAST
 from .batch.rounds import BatchOutcome, grade_batch
 from .batch.sharing import MAX_BATCH, alone_reason, settings_key
 from .cache import ResultCache, job_key
-from .compile.backends import BACKENDS, FAST
 from .compile.crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_others
 from .compile.crates import ensure as ensure_crates
 from .compile.soundness import unsound_reason

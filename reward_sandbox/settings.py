@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .compile.backends import BACKENDS, FAST
+from .backends import BACKENDS, FAST
 from .isolation.levels import CHOICES as ISOLATION_CHOICES
 from .isolation.limits import Limits
 from .jobs import MAX_TIMEOUT_S, InvalidJob, Job

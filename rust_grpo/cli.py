@@ -196,8 +196,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_data_verify(args: argparse.Namespace) -> int:
+    from .evaluation.verify import verify_problems
     from .problems.schema import load_problems
-    from .problems.verify import verify_problems
 
     failed = 0
     with command_grader(args, "verifying") as grader:

@@ -1,6 +1,6 @@
-"""The packages' import rules, read from the source with ``ast``: no import cycle between modules, no
-module importing another's private (underscore) name, and ``reward_sandbox`` independent of
-``rust_grpo`` and of torch."""
+"""The packages' import rules, read from the source with ``ast``: no import cycle between modules,
+subpackages that import each other in one direction only, no module importing another's private
+(underscore) name, and ``reward_sandbox`` independent of ``rust_grpo`` and of torch."""
 
 from __future__ import annotations
 
@@ -83,26 +83,52 @@ def test_layout_finds_the_packages() -> None:
     assert "reward_sandbox.compile.lexer" in MODULES and "rust_grpo.rewards.audit" in MODULES
 
 
-def test_no_import_cycle() -> None:
-    graph = _graph()
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
     state: dict[str, int] = {}
     cycles: list[str] = []
 
-    def visit(module: str, stack: list[str]) -> None:
-        state[module] = 1
-        stack.append(module)
-        for dep in sorted(graph[module]):
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
                 cycles.append(" -> ".join([*stack[stack.index(dep) :], dep]))
             elif dep not in state:
                 visit(dep, stack)
         stack.pop()
-        state[module] = 2
+        state[node] = 2
 
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [])
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles(_graph())
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def _subpackage(module: str) -> str | None:
+    """``reward_sandbox.compile`` for ``reward_sandbox.compile.lexer``; None for a top-level module."""
+    parts = module.split(".")
+    is_package = MODULES[module].name == "__init__.py"
+    return ".".join(parts[:2]) if len(parts) > 2 or (len(parts) == 2 and is_package) else None
+
+
+def test_subpackages_import_each_other_in_one_direction() -> None:
+    """Lazy imports included: a subpackage that needs another is never needed by it, even by way of a third."""
+    uses: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        for _, source, names in _imports(name, path):
+            targets = [f"{source}.{n}" for n in names if f"{source}.{n}" in MODULES] or [source]
+            for target in (t for t in targets if t in MODULES):
+                a, b = _subpackage(name), _subpackage(target)
+                if a and b and a != b:
+                    uses.setdefault(a, set()).add(b)
+    assert "reward_sandbox.compile" in uses["reward_sandbox.isolation"]  # the check sees real edges
+    cycles = _cycles(uses)
+    assert not cycles, "subpackages that import each other:\n" + "\n".join(cycles)
 
 
 def test_no_private_name_crosses_modules() -> None:

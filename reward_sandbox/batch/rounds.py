@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..compile.backends import (
+from ..backends import (
     FORCED_LINTS,
     SEALED_DIR,
     cargo_manifest,

@@ -1,8 +1,9 @@
-"""Compile: from a job to a built, run and read crate, with no process or isolation of its own.
+"""Compile: from a job to crate text, and from the compiler's and libtest's output back; no process.
 
-The lexer and the code views built on it (``lexer``, ``usetree``), the crate files a job becomes
-(``assemble``: program, hidden tests, sentinel; ``prelude`` and ``trait_scope``: what names the hidden
-tests see), the programs refused before grading (``soundness``), the toolchain and the crate set
-(``toolchain``, ``crates``), the steps each backend runs (``backends``), and what those steps leave:
-rustc's diagnostics (``diagnostics``) and libtest's event stream (``testlog``).
+The lexer and the code views built on it (``lexer``, ``usetree``: the one reading of code every
+static check shares), the crate files a job becomes (``assemble``: program, hidden tests,
+sentinel; ``prelude`` and ``trait_scope``: which names the hidden tests see), the programs refused
+before grading (``soundness``), the toolchain and the curated crate set (``toolchain``,
+``crates``), and what the steps leave: rustc's diagnostics (``diagnostics``) and libtest's event
+stream (``testlog``). Which steps run is ``reward_sandbox.backends``; where they run, ``isolation``.
 """

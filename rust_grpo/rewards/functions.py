@@ -70,7 +70,7 @@ class Evaluation:
         """Own tests that pass on the program, fail on every wrong version of it that built (at least
         one did), and that the audit finds meaningful: the tests that would catch a bug. The program's
         run and its wrong versions' runs are alike in all a test can observe but the code (command
-        line, environment, files, order: ``reward_sandbox/compile/backends.py``), so a test that sniffs the
+        line, environment, files, order: ``reward_sandbox/backends.py``), so a test that sniffs the
         run instead of checking the code passes or fails on all of them alike."""
         reference = self.own_result or self.result
         if reference is None or self.audit is None or self.hacked or not reference.tests.own.trusted:

@@ -9,8 +9,8 @@ import pytest
 from rust_grpo.evaluation.passk import pass_at_k
 from rust_grpo.evaluation.report import compare
 from rust_grpo.evaluation.scoring import Completion, score_completions, summarize
+from rust_grpo.evaluation.verify import verify_problems
 from rust_grpo.problems.schema import load_problems
-from rust_grpo.problems.verify import verify_problems
 
 from ..conftest import ROOT
 

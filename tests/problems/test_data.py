@@ -3,9 +3,9 @@ import re
 
 import pytest
 
+from rust_grpo.evaluation.verify import make_stub
 from rust_grpo.problems.problemset import build_dataset, load_sources, render_tests
 from rust_grpo.problems.schema import DataError, load_problems, normalize, to_training_rows, user_prompt
-from rust_grpo.problems.verify import make_stub
 
 from ..conftest import ROOT
 

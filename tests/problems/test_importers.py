@@ -5,9 +5,9 @@ import json
 import pytest
 
 from reward_sandbox import Status
+from rust_grpo.evaluation.verify import verify_problems
 from rust_grpo.problems.importers import import_problems
 from rust_grpo.problems.schema import normalize
-from rust_grpo.problems.verify import verify_problems
 
 from ..conftest import SHARED
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from reward_sandbox import InvalidJob, Job, Result, Status
 
+from ..problems.schema import Problem
 from ..rewards.mutants import BODIES, replace_bodies
-from .schema import Problem
 
 MIN_ASSERTS = 4
 _ASSERTS = re.compile(r"\b(?:assert|assert_eq|assert_ne|debug_assert\w*)!")

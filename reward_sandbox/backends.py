@@ -22,14 +22,14 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from ..isolation.layout import Layout
-from ..isolation.limits import Limits
-from ..isolation.process import Step
-from ..jobs import Job, TestMode
-from .assemble import Assembly
-from .crates import CratesUnavailable, job_crates
-from .crates import current as current_crates
-from .toolchain import find_toolchain
+from .compile.assemble import Assembly
+from .compile.crates import CratesUnavailable, job_crates
+from .compile.crates import current as current_crates
+from .compile.toolchain import find_toolchain
+from .isolation.layout import Layout
+from .isolation.limits import Limits
+from .isolation.process import Step
+from .jobs import Job, TestMode
 
 FAST = "fast"
 CARGO = "cargo"
