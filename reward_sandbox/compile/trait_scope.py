@@ -80,7 +80,7 @@ def scope_refusal(source: str) -> str | None:
         anonymous = [b for b in _bindings(decl) if b.name == "_"]
         # an `as _` the tree does not place (it could not be parsed) is refused like a foreign one
         if pairs.count((("ident", "as"), ("ident", "_"))) > len(anonymous) or any(
-            b.path[:1] and b.path[0] not in _STD_ROOTS for b in anonymous
+            not b.path or b.path[0] not in _STD_ROOTS for b in anonymous
         ):
             return (
                 "imports its own trait anonymously (`use ... as _`), which would reach the hidden "

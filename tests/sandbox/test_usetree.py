@@ -59,3 +59,7 @@ def test_a_token_it_cannot_parse_in_a_group_is_skipped_not_fatal():
 )
 def test_anonymous_imports_outside_std_are_refused(source, refused):
     assert (scope_refusal(source) is not None) is refused
+
+
+def test_an_anonymous_import_of_no_path_is_refused():
+    assert scope_refusal("mod m { pub trait T {} use {self as _}; }") is not None
