@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from .compile.crateset import CURATED, normalize, unknown_crates_message
+
 _CRATE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _EDITIONS = ("2015", "2018", "2021", "2024")
 MAX_SOURCE_BYTES = 512 * 1024
@@ -165,8 +167,6 @@ class Job:
 def _crates(value: Any, where: str) -> tuple[str, ...]:
     """A job's ``crates``: names of the curated set (``-`` or ``_``), kept sorted and unique so
     equal sets give equal cache and batch keys. A name outside the set is the input's fault."""
-    from .compile.crates import CURATED, normalize, unknown_crates_message
-
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):

@@ -17,8 +17,9 @@ from .backends import BACKENDS, FAST
 from .batch.rounds import BatchOutcome, grade_batch
 from .batch.sharing import MAX_BATCH, alone_reason, settings_key
 from .cache import ResultCache, job_key
-from .compile.crates import DEBIAN_PACKAGES, CratesUnavailable, job_crates, passable_by_others
+from .compile.crates import CratesUnavailable, job_crates, passable_by_others
 from .compile.crates import ensure as ensure_crates
+from .compile.crateset import DEBIAN_PACKAGES
 from .compile.soundness import unsound_reason
 from .compile.toolchain import find_toolchain
 from .compile.trait_scope import scope_refusal

@@ -19,7 +19,7 @@ command -v gcc >/dev/null || missing+=(gcc)
 [ -e /usr/include/stdio.h ] || missing+=(libc6-dev)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v prlimit >/dev/null || missing+=(util-linux)
-# keep in step with reward_sandbox/compile/crates.py: DEBIAN_PACKAGES
+# keep in step with reward_sandbox/compile/crateset.py: DEBIAN_PACKAGES
 CRATE_PACKAGES=(librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev
   librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev)
 crates=()

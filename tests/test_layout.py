@@ -1,6 +1,7 @@
-"""The packages' import rules, read from the source with ``ast``: no import cycle between modules,
-subpackages that import each other in one direction only, no module importing another's private
-(underscore) name, and ``reward_sandbox`` independent of ``rust_grpo`` and of torch."""
+"""The packages' import rules, read from the source with ``ast``: no import cycle between modules
+(imports inside functions included), subpackages that import each other in one direction only, no
+module importing another's private (underscore) name, and ``reward_sandbox`` independent of
+``rust_grpo`` and of torch."""
 
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path, tree: ast.Module | None = None) -> list[tuple[ast.stmt, str, list[str]]]:
+def _imports(name: str, path: Path) -> list[tuple[ast.stmt, str, list[str]]]:
     """Every import statement of the module (function-level ones included), with the module it
     reads from, made absolute, and the names it takes (``[]`` for ``import x``)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: list[tuple[ast.stmt, str, list[str]]] = []
-    for node in ast.walk(tree or ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom):
             base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
             source = ".".join([*base, *([node.module] if node.module else [])])
@@ -43,44 +44,16 @@ def _imports(name: str, path: Path, tree: ast.Module | None = None) -> list[tupl
     return out
 
 
-def _top_level(tree: ast.Module) -> set[int]:
-    """The ids of the import statements that run when the module is imported: at module level, in
-    ``try`` or ``if`` blocks there, but not under ``if TYPE_CHECKING``."""
-    ids: set[int] = set()
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                ids.add(id(node))
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
-                    visit(block)
-
-    visit(tree.body)
-    return ids
-
-
 def _graph() -> dict[str, set[str]]:
-    """Module -> the modules it imports at import time (a package's ``__init__`` counts as a module)."""
+    """Module -> the modules it imports, wherever the import stands (in a function, under
+    ``TYPE_CHECKING``); a package's ``__init__`` counts as a module."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text(), str(path))
-        run = _top_level(tree)
-        deps: set[str] = set()
-        for node, source, names in _imports(name, path, tree):
-            if id(node) not in run:
-                continue
+        graph[name] = set()
+        for _, source, names in _imports(name, path):
             targets = [f"{source}.{n}" for n in names if f"{source}.{n}" in MODULES] or [source]
-            deps |= {t for t in targets if t in MODULES and t != name}
-        graph[name] = deps
+            graph[name] |= {t for t in targets if t in MODULES and t != name}
     return graph
-
-
-def test_layout_finds_the_packages() -> None:
-    assert "reward_sandbox.compile.lexer" in MODULES and "rust_grpo.rewards.audit" in MODULES
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[str]:
@@ -117,15 +90,13 @@ def _subpackage(module: str) -> str | None:
 
 
 def test_subpackages_import_each_other_in_one_direction() -> None:
-    """Lazy imports included: a subpackage that needs another is never needed by it, even by way of a third."""
+    """A subpackage that needs another is never needed by it, even by way of a third."""
     uses: dict[str, set[str]] = {}
-    for name, path in MODULES.items():
-        for _, source, names in _imports(name, path):
-            targets = [f"{source}.{n}" for n in names if f"{source}.{n}" in MODULES] or [source]
-            for target in (t for t in targets if t in MODULES):
-                a, b = _subpackage(name), _subpackage(target)
-                if a and b and a != b:
-                    uses.setdefault(a, set()).add(b)
+    for name, deps in _graph().items():
+        for dep in deps:
+            a, b = _subpackage(name), _subpackage(dep)
+            if a and b and a != b:
+                uses.setdefault(a, set()).add(b)
     assert "reward_sandbox.compile" in uses["reward_sandbox.isolation"]  # the check sees real edges
     cycles = _cycles(uses)
     assert not cycles, "subpackages that import each other:\n" + "\n".join(cycles)

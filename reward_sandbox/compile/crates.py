@@ -2,7 +2,7 @@
 
 Real Rust uses crates, but the sandbox has no network and must stay fast. Debian ships crate
 sources as ``librust-<name>-dev`` packages under ``/usr/share/cargo/registry``; this module turns
-the curated set's sources into rlibs once (one host-side ``cargo build --offline`` with a
+the curated set's sources (``crateset``) into rlibs once (one host-side ``cargo build --offline`` with a
 directory-source replacement), keeps them in ``crates-<key>/`` next to the result cache, and hands
 out the ``--extern`` / ``-L dependency=`` flags that link a program against them, so a
 crate-using program costs about what a std-only one does.
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .crateset import CURATED, DEBIAN_PACKAGES, normalize
 from .lexer import LexError, code_only
 
 if TYPE_CHECKING:
@@ -44,33 +45,9 @@ REGISTRY = Path(os.environ.get("REWARD_SANDBOX_CRATE_REGISTRY", "/usr/share/carg
 RECIPE_VERSION = "1"  # bump when the build below changes what the rlibs are
 BUILD_TIMEOUT_S = 1800.0
 
-# crate name (as code names it) -> (Debian package, cargo dependency extras)
-CURATED: dict[str, tuple[str, str]] = {
-    "itertools": ("librust-itertools-dev", ""),
-    "lazy_static": ("librust-lazy-static-dev", ""),
-    "md5": ("librust-md5-dev", ""),
-    "num": ("librust-num-dev", ""),
-    "once_cell": ("librust-once-cell-dev", ""),
-    "rand": ("librust-rand-dev", ""),
-    "regex": ("librust-regex-dev", ""),
-    "serde": ("librust-serde-dev", ', features = ["derive"]'),  # needs librust-serde-derive-dev too
-    "serde_json": ("librust-serde-json-dev", ""),
-}
-DEBIAN_PACKAGES = (*sorted({pkg for pkg, _ in CURATED.values()}), "librust-serde-derive-dev")
-
 
 class CratesUnavailable(RuntimeError):
     """The crate set cannot be built here (packages missing, build failed); not the program's fault."""
-
-
-def normalize(name: str) -> str:
-    """Code names crates with ``_``; packages and manifests often with ``-``."""
-    return name.replace("-", "_")
-
-
-def unknown_crates_message(names: Iterable[str]) -> str:
-    """Why a job naming crates outside the set is refused, listing the set."""
-    return f"crate(s) {', '.join(sorted(names))} not in the available set ({', '.join(CURATED)})"
 
 
 # --- which crates a program uses ------------------------------------------------------------------

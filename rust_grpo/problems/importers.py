@@ -164,7 +164,7 @@ def drop_unused_crate_imports(code: str, body: str, where: str) -> tuple[str, tu
     imports of crates it does use, and return those crates, when the sandbox's set has them
     (``reward_sandbox.compile.crates``). A body that uses a crate outside the set cannot be graded offline,
     so the problem is refused naming the crate."""
-    from reward_sandbox.compile.crates import CURATED
+    from reward_sandbox.compile.crateset import CURATED
 
     out, used = code, set()
     for match in list(_USE_LINE.finditer(code))[::-1]:

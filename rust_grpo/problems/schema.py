@@ -171,7 +171,7 @@ def normalize(record: Any, where: str) -> Problem:
 def row_crates(value: Any, where: str) -> tuple[str, ...]:
     """A row's ``crates`` (a list of names, or one comma-separated string), checked against the
     sandbox's set now, so a typo fails at load time rather than as every job's ``invalid_input``."""
-    from reward_sandbox.compile.crates import CURATED, normalize, unknown_crates_message
+    from reward_sandbox.compile.crateset import CURATED, normalize, unknown_crates_message
 
     if value is None or value == "":
         return ()

@@ -10,7 +10,8 @@ import pytest
 from reward_sandbox import Grader
 from reward_sandbox.batch.sharing import batch_key
 from reward_sandbox.cache import ResultCache, job_key
-from reward_sandbox.compile.crates import CURATED, DEBIAN_PACKAGES, detect, installed_versions, job_crates
+from reward_sandbox.compile.crates import detect, installed_versions, job_crates
+from reward_sandbox.compile.crateset import CURATED, DEBIAN_PACKAGES
 from reward_sandbox.isolation.limits import Limits
 from reward_sandbox.jobs import InvalidJob, Job
 
