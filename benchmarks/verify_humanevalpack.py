@@ -75,11 +75,15 @@ def grade(backend: str, problems: dict[str, list[Problem]], workers: int) -> tup
     return out, elapsed
 
 
-def verdict(result: Result) -> dict[str, str]:
-    """Status, reason and the end of what the compiler or the tests printed: enough to tell a
-    dataset's fault from the sandbox's without grading again."""
+def verdict(result: Result) -> dict[str, Any]:
+    """Status, reason, the end of what the compiler or the tests printed and each step's exit code,
+    signal and CPU time: enough to tell a dataset's fault from the sandbox's without grading again."""
     tail = result.output_tail or result.tests.output
-    return {"status": result.status.value, "reason": result.reason, "tail": tail[-800:]}
+    steps = {
+        name: {key: step.get(key) for key in ("exit_code", "signal", "cpu_s")}
+        for name, step in result.measures.get("steps", {}).items()
+    }
+    return {"status": result.status.value, "reason": result.reason, "tail": tail[-800:], "steps": steps}
 
 
 def summarize(problems: dict[str, list[Problem]], graded: dict[str, dict[str, list[Result]]]) -> dict[str, Any]:
