@@ -102,7 +102,9 @@ def test_job_crates_is_declared_plus_detected_and_sorted() -> None:
     assert Job.from_dict(job.to_dict()) == job  # the wire format keeps them
 
 
-def test_a_crate_outside_the_set_is_invalid_input_naming_it_and_the_set() -> None:
+def test_a_crate_outside_the_set_is_invalid_input_naming_it_and_the_set(grader) -> None:
+    (graded,) = grader.grade([{"id": "a", "source": "pub fn f() {}", "crates": ["tokio"]}])
+    assert graded.status.value == "invalid_input" and "crate(s) tokio not in the available set" in graded.reason
     with pytest.raises(InvalidJob) as err:
         Job.from_dict({"id": "a", "source": "pub fn f() {}", "crates": ["regex", "tokio"]})
     message = str(err.value)
