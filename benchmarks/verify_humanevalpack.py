@@ -64,6 +64,8 @@ def expected(variant: str, result: Result) -> bool:
 
 
 def grade(backend: str, problems: dict[str, list[Problem]], workers: int) -> tuple[dict[str, list[Result]], float]:
+    """Both variants in one ``grade`` call (batched as training would grade them), with a fresh
+    cache: a verdict from an earlier run or the other backend is never served."""
     jobs = [p.job_or_invalid(p.solution, f"{p.id}#{variant}") for variant in VARIANTS for p in problems[variant]]
     with Grader(workers=workers, backend=backend, cache=ResultCache()) as grader:
         start = time.perf_counter()
@@ -87,6 +89,8 @@ def verdict(result: Result) -> dict[str, Any]:
 
 
 def summarize(problems: dict[str, list[Problem]], graded: dict[str, dict[str, list[Result]]]) -> dict[str, Any]:
+    """Counts per backend and variant, every exception, and every problem whose status the backends
+    disagree on (a disagreement between two failures still says one backend classifies differently)."""
     per_backend: dict[str, Any] = {}
     exceptions = []
     for backend, results in graded.items():
