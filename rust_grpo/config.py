@@ -128,8 +128,11 @@ class DataConfig:
         """The answer format, with this run's system prompt when one is set and the crates it offers."""
         from .answer_format import answer_format
 
-        fmt = dataclasses.replace(answer_format(self.answer_format), crates=self.offered_crates())
-        return dataclasses.replace(fmt, system_prompt=self.system_prompt) if self.system_prompt else fmt
+        changes: dict[str, Any] = {"system_prompt": self.system_prompt} if self.system_prompt else {}
+        if crates := self.offered_crates():
+            changes["crates"] = crates
+        fmt = answer_format(self.answer_format)
+        return dataclasses.replace(fmt, **changes) if changes else fmt  # the shipped format itself when unchanged
 
 
 @dataclass
