@@ -81,6 +81,11 @@ class DataConfig:
     )
     answer_format: str = _f("think", "What the policy is asked for: think (<think> then one ```rust block) or oxen.")
     system_prompt: str = _f("", "System message of every chat prompt ('' = the answer format's own).")
+    offer_crates: str | list[str] = _f(
+        [],
+        "Crates of the sandbox's set every prompt offers besides a row's own `crates` (\"all\" = the whole set,"
+        " [] = none); the sandbox links whichever a completion uses, offered or not.",
+    )
     canary_share: float = _f(
         0.0,
         "Add this share of canary rows to training (0 = none): copies of training problems whose hidden tests"
@@ -95,6 +100,21 @@ class DataConfig:
 
         if self.answer_format not in FORMATS:
             raise ConfigError(f"data.answer_format must be one of {', '.join(FORMATS)}, got {self.answer_format!r}")
+        self.offered_crates()  # an unknown crate fails here, naming it
+
+    def offered_crates(self) -> tuple[str, ...]:
+        """``offer_crates`` as the set's names (``"all"``: every crate of the set), checked against the
+        set: a crate the sandbox cannot link is a config error now, not a prompt offering it."""
+        from reward_sandbox.compile.crateset import CURATED
+
+        from .problems.schema import DataError, row_crates
+
+        if self.offer_crates == "all":
+            return tuple(CURATED)
+        try:
+            return row_crates(self.offer_crates, "data.offer_crates")
+        except DataError as exc:
+            raise ConfigError(f'{exc} (or "all")') from None
 
     def problems(self) -> list[Problem]:
         """The training problems this section selects (file, split, shuffle, length cap, row cap)."""
@@ -105,11 +125,14 @@ class DataConfig:
         )
 
     def format(self) -> AnswerFormat:
-        """The answer format, with this run's system prompt when one is set."""
+        """The answer format, with this run's system prompt when one is set and the crates it offers."""
         from .problems.answer_format import answer_format
 
+        changes: dict[str, Any] = {"system_prompt": self.system_prompt} if self.system_prompt else {}
+        if crates := self.offered_crates():
+            changes["crates"] = crates
         fmt = answer_format(self.answer_format)
-        return dataclasses.replace(fmt, system_prompt=self.system_prompt) if self.system_prompt else fmt
+        return dataclasses.replace(fmt, **changes) if changes else fmt  # the shipped format itself when unchanged
 
 
 @dataclass

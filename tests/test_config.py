@@ -59,6 +59,8 @@ def test_overrides_are_typed_toml_values():
         (["reward.timeout_s=0"], "reward.timeout_s"),
         (["reward.workers=-1"], "reward.workers must be 0"),
         (["learning_rate=1"], "use section.key=value"),
+        (['data.offer_crates=["regex", "tokio"]'], "data.offer_crates: crate(s) tokio not in the available set"),
+        (['data.offer_crates="everything"'], "crate(s) everything not in the available set"),
     ],
 )
 def test_bad_configs_fail_with_the_key_and_the_fix(overrides, message):
@@ -74,3 +76,23 @@ def test_missing_and_malformed_files(tmp_path):
     bad.write_text("[train\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(bad)
+
+
+def test_offered_crates_reach_the_training_and_eval_prompts(tmp_path):
+    from reward_sandbox.compile.crateset import CURATED
+    from rust_grpo.config import load_run_config
+    from rust_grpo.problems.schema import Problem, to_training_rows
+
+    def asked(fmt):
+        (row,) = to_training_rows([Problem(id="p", prompt="Add two numbers.")], fmt)
+        return row["prompt"][1]["content"]
+
+    cfg = load_config("configs/tiny-cpu.toml", ['data.offer_crates="all"'])
+    note = f"You may use these crates (already available, no Cargo.toml needed): {', '.join(CURATED)}."
+    assert note in asked(cfg.data.format())  # what `rust-grpo train` builds its rows with
+    (tmp_path / "config.json").write_text(cfg.to_json())
+    # `rust-grpo eval --config RUN/config.json` asks with the run's format: the very same prompt
+    assert asked(load_run_config(str(tmp_path / "config.json")).data.format()) == asked(cfg.data.format())
+    picked = load_config("configs/tiny-cpu.toml", ['data.offer_crates=["serde-json", "regex"]']).data.format()
+    assert picked.crates == ("regex", "serde_json") and "regex, serde_json. No other crate" in asked(picked)
+    assert "crate" not in asked(load_config("configs/tiny-cpu.toml").data.format())  # the default: std only

@@ -34,7 +34,7 @@ from ..compile.toolchain import Toolchain, find_toolchain
 from .cgroups import SlotMemory
 from .layout import JobDir, Layout
 from .runner import runner_path
-from .slots import UID_BASE
+from .slots import UidLease
 
 AUTO, STRICT = "auto", "strict"
 BWRAP = "bwrap"
@@ -296,13 +296,25 @@ def _remove_owned_by(base: Path, uid: int, keep: Path | None = None) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _toolchain_reachable() -> bool:
-    """Whether an unprivileged uid can run clippy-driver where it is installed."""
+    """Whether an unprivileged uid can run clippy-driver where it is installed. The probe runs as a
+    uid leased for it alone: the runner kills every process of its uid afterwards, and a fixed uid
+    (it was the first slot's) would kill the job another grader on this host is running as that uid
+    (its compiler gone mid-build: "do not compile: unknown error"), or fail to fork under that
+    uid's process limit and call the toolchain unreachable."""
+    lease = UidLease(1)
+    try:
+        return _probe_toolchain(lease.uids[0])
+    finally:
+        lease.release()
+
+
+def _probe_toolchain(uid: int) -> bool:
     clippy = str(find_toolchain().clippy_driver)
     probe = [
         str(runner_path()),
         "2",
         "probe",
-        str(UID_BASE),
+        str(uid),
         "512",
         "5",
         "8",

@@ -22,6 +22,9 @@ class AnswerFormat:
     system_prompt: str
     instruction: str  # appended to every problem's user message
     needs_think: bool  # whether <think>...</think> must come first
+    # crates of the sandbox's set every prompt offers besides a row's own (``data.offer_crates``): carried
+    # here so that training, the warm start and ``rust-grpo eval --config`` all ask the same question
+    crates: tuple[str, ...] = ()
 
     def follows(self, parsed: ParsedCompletion) -> bool:
         """The completion has the requested shape (one ```rust block, and reasoning first if asked)."""

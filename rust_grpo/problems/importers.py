@@ -182,29 +182,83 @@ def drop_unused_crate_imports(code: str, body: str, where: str) -> tuple[str, tu
     return out, tuple(sorted(used))
 
 
+_GEN_RANGE = re.compile(r"\.\s*gen_range\s*(?:::\s*<[^()]*>\s*)?\(")
+_LOWER_THAN_RANGE = re.compile(r"\.\.|(?<![=!<>])=(?!=)|\|")  # `a..b` would parse these apart
+
+
+def port_gen_range(code: str) -> str:
+    """``rng.gen_range(low, high)`` rewritten as ``rng.gen_range(low..high)``: the set's rand (0.8)
+    takes one range, while HumanEvalPack's tests (Rust/32, Rust/50) were written for rand <= 0.7's two
+    arguments, the same half-open range. Without this their canonical solutions fail on the tests'
+    own compile error. Calls with one argument, and text in comments and literals, stay as they are."""
+    from reward_sandbox.compile.lexer import LexError, code_only
+
+    try:
+        blank = code_only(code, keep_delimiters=True)
+    except LexError:
+        return code
+    out, pos = [], 0
+    for match in _GEN_RANGE.finditer(blank):
+        if match.start() < pos:
+            continue  # inside a call already rewritten (its arguments were ported with it)
+        close, commas = _call_close(blank, match.end())
+        if close < 0 or len(commas) != 1:
+            continue
+        spans = ((match.end(), commas[0]), (commas[0] + 1, close))
+        low, high = (
+            f"({text})" if _LOWER_THAN_RANGE.search(blank[a:b]) else text
+            for a, b in spans
+            for text in [port_gen_range(code[a:b]).strip()]
+        )
+        out += [code[pos : match.end()], f"{low}..{high}"]
+        pos = close
+    return "".join(out) + code[pos:]
+
+
+def _call_close(blank: str, start: int) -> tuple[int, list[int]]:
+    """The index of the ``)`` closing a call whose arguments begin at ``start``, and of its top-level
+    commas; -1 when it never closes."""
+    depth, commas = 0, list[int]()
+    for i in range(start, len(blank)):
+        ch = blank[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return i, commas
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas.append(i)
+    return -1, commas
+
+
 def _entry_signature(declaration: str, entry_point: str) -> str:
     """The entry point's own `fn` line (HumanEvalPack's declaration also holds a `fn main(){}`)."""
     headers = re.findall(rf"^\s*(?:pub\s+)?fn\s+{re.escape(entry_point)}\b[^{{]*", declaration, re.MULTILINE)
     return headers[-1].strip() if headers else declaration.strip().splitlines()[-1].rstrip("{").strip()
 
 
-def _from_humaneval(record: dict[str, Any]) -> Problem:
+def humaneval_problem(record: dict[str, Any], solution_field: str = "canonical_solution") -> Problem:
+    """A HumanEval-style row as a problem whose reference is the declaration plus ``solution_field``'s
+    body (HumanEvalPack's ``buggy_solution`` gives the problem with its planted bug, which a check of
+    the tests grades as it grades the canonical one)."""
     where = str(record["task_id"])
-    body = record.get("canonical_solution") or ""
-    declaration, crates = drop_unused_crate_imports(record.get("declaration", ""), body + record["test"], where)
-    prompt, _ = drop_unused_crate_imports(record["prompt"], body + record["test"], where)
+    body = port_gen_range(record.get(solution_field) or "")
+    tests = port_gen_range(record["test"])
+    declaration, crates = drop_unused_crate_imports(record.get("declaration", ""), body + tests, where)
+    prompt, _ = drop_unused_crate_imports(record["prompt"], body + tests, where)
     return Problem(
         id=where,
         crates=crates,
         prompt=prompt,
         signature=_entry_signature(declaration, record.get("entry_point", "")),
         solution=(declaration + body) if body else "",
-        tests=record["test"],
+        tests=tests,
         test_mode="unit",
     )
 
 
-_CONVERTERS = {"exercism-jsonl": _from_exercism_jsonl, "multipl-e": _from_multipl_e, "humaneval": _from_humaneval}
+_CONVERTERS = {"exercism-jsonl": _from_exercism_jsonl, "multipl-e": _from_multipl_e, "humaneval": humaneval_problem}
 
 
 def import_problems(fmt: str, source: Path) -> tuple[list[Problem], list[str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -295,36 +295,34 @@ def crates_note(crates: Iterable[str]) -> str:
     )
 
 
-def user_prompt(problem: Problem, fmt: AnswerFormat | None = None, crates: Sequence[str] = ()) -> str:
-    """The user message. ``crates`` (e.g. the sandbox's whole set) is offered on top of the
-    crates the row itself declares; without either the prompt says nothing about crates."""
+def user_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> str:
+    """The user message. The crates the format offers (``data.offer_crates``) are offered on top of
+    the crates the row itself declares; without either the prompt says nothing about crates."""
     from .answer_format import THINK
 
+    fmt = fmt or THINK
     parts = [problem.prompt.strip()]
     if problem.signature.strip():
         parts.append(f"Implement this signature:\n```rust\n{problem.signature.strip()}\n```")
-    if problem.crates or crates:
-        parts.append(crates_note({*problem.crates, *crates}))
-    parts.append((fmt or THINK).instruction)
+    if problem.crates or fmt.crates:
+        parts.append(crates_note({*problem.crates, *fmt.crates}))
+    parts.append(fmt.instruction)
     return "\n\n".join(parts)
 
 
-def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None, crates: Sequence[str] = ()) -> list[dict[str, str]]:
+def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> list[dict[str, str]]:
     from .answer_format import THINK
 
     fmt = fmt or THINK
     return [
         {"role": "system", "content": fmt.system_prompt},
-        {"role": "user", "content": user_prompt(problem, fmt, crates)},
+        {"role": "user", "content": user_prompt(problem, fmt)},
     ]
 
 
-def to_training_rows(
-    problems: list[Problem], fmt: AnswerFormat | None = None, crates: Sequence[str] = ()
-) -> list[dict[str, Any]]:
-    """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions.
-    ``crates``: offer these crates of the sandbox's set in every prompt (see :func:`user_prompt`)."""
+def to_training_rows(problems: list[Problem], fmt: AnswerFormat | None = None) -> list[dict[str, Any]]:
+    """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
-        {"prompt": chat_prompt(p, fmt, crates), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
+        {"prompt": chat_prompt(p, fmt), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
         for p in problems
     ]

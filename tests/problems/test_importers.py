@@ -6,7 +6,7 @@ import pytest
 
 from reward_sandbox import Status
 from rust_grpo.evaluation.verify import verify_problems
-from rust_grpo.problems.importers import import_problems
+from rust_grpo.problems.importers import humaneval_problem, import_problems, port_gen_range
 from rust_grpo.problems.schema import normalize
 
 from ..conftest import SHARED
@@ -270,6 +270,48 @@ def test_humanevalpack_crate_problems_import_with_their_crates_and_grade(tmp_pat
     ]
     results = grader.grade([p.job(code) for p, code in zip(problems, buggy)])
     assert [r.status.value for r in results] == ["test_failure"] * 3, [r.reason for r in results]
+
+
+def test_rand_07_gen_range_calls_become_rand_08_ranges_in_code_only():
+    code = (
+        "let a = rng.gen_range(0, 4);\n"
+        "let c: char = rng.gen_range(b'a', b'z' + 1).into();\n"
+        "let n = rng.gen_range::<i32>(f(1, 2), rng.gen_range(5, 9));\n"
+        "let ok = rng.gen_range(1..=6);\n"
+        "// rng.gen_range(1, 2) in a comment\n"
+        'let s = "gen_range(1, 2)";\n'
+    )
+    assert port_gen_range(code) == (
+        "let a = rng.gen_range(0..4);\n"
+        "let c: char = rng.gen_range(b'a'..b'z' + 1).into();\n"
+        "let n = rng.gen_range::<i32>(f(1, 2)..rng.gen_range(5..9));\n"
+        "let ok = rng.gen_range(1..=6);\n"
+        "// rng.gen_range(1, 2) in a comment\n"
+        'let s = "gen_range(1, 2)";\n'
+    )
+    assert port_gen_range("r.gen_range(0, x = 3)") == "r.gen_range(0..(x = 3))"  # kept one argument each
+
+
+def test_humanevalpack_tests_written_for_rand_07_grade_against_the_sets_rand(tmp_path, grader):
+    """HumanEvalPack's Rust/32 and Rust/50 draw test inputs with rand <= 0.7's ``gen_range(low, high)``;
+    the set's rand is 0.8. Ported on import, the reference passes and the buggy solution fails."""
+    row = humanevalpack_record(
+        "Rust/x", "square", "fn square(x: i64) -> i64 {\n", "    x * x\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n    #[test]\n    fn test_square() {\n"
+        "        let mut rng = rand::thread_rng();\n        for _ in 0..20 {\n"
+        "            let x: i64 = rng.gen_range(3, 50);\n            assert_eq!(square(x), x * x);\n        }\n    }\n}\n",
+    )  # fmt: skip
+    row["buggy_solution"] = "    x * 2\n}\n"
+    path = tmp_path / "he.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    (canonical,), skipped = import_problems("humaneval", path)
+    buggy = humaneval_problem(row, "buggy_solution")
+    assert skipped == [] and "gen_range(3..50)" in canonical.tests and canonical.crates == ("rand",)
+    assert buggy.tests == canonical.tests and buggy.solution.endswith("x * 2\n}\n")
+    if not crates_installed():
+        pytest.skip("the Debian crate packages are not installed: imported, not graded")
+    results = grader.grade([p.job(p.solution) for p in (canonical, buggy)])
+    assert [r.status.value for r in results] == ["ok", "test_failure"], [r.reason for r in results]
 
 
 def test_a_humanevalpack_row_using_a_crate_outside_the_set_is_refused_naming_it(tmp_path):

@@ -523,6 +523,26 @@ def test_two_graders_on_one_host_never_share_a_uid():
         second.release()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids need root")
+def test_the_toolchain_probe_never_runs_as_a_uid_another_grader_holds():
+    """The probe's runner kills every process of its uid when done: run as a fixed uid, it killed
+    the job of whichever grader on this host held that uid (a compile gone: "unknown error")."""
+    import subprocess
+
+    from reward_sandbox.isolation import _toolchain_reachable
+    from reward_sandbox.isolation.slots import UidLease
+
+    held = UidLease(1)  # the lowest free uid: the one a fixed probe uid lands on when graders are few
+    job = subprocess.Popen(["sleep", "30"], user=held.uids[0])
+    try:
+        assert _toolchain_reachable.__wrapped__()
+        assert job.poll() is None, "the probe killed another grader's job"
+    finally:
+        job.kill()
+        job.wait()
+        held.release()
+
+
 def test_a_verdict_from_a_weaker_isolation_level_is_never_served_to_a_stronger_one():
     from reward_sandbox.cache import job_key
     from reward_sandbox.jobs import Job

@@ -3,6 +3,7 @@ keys, and real grading against the prebuilt rlibs in the real sandbox."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,9 @@ def test_job_crates_is_declared_plus_detected_and_sorted() -> None:
     assert Job.from_dict(job.to_dict()) == job  # the wire format keeps them
 
 
-def test_a_crate_outside_the_set_is_invalid_input_naming_it_and_the_set() -> None:
+def test_a_crate_outside_the_set_is_invalid_input_naming_it_and_the_set(grader) -> None:
+    (graded,) = grader.grade([{"id": "a", "source": "pub fn f() {}", "crates": ["tokio"]}])
+    assert graded.status.value == "invalid_input" and "crate(s) tokio not in the available set" in graded.reason
     with pytest.raises(InvalidJob) as err:
         Job.from_dict({"id": "a", "source": "pub fn f() {}", "crates": ["regex", "tokio"]})
     message = str(err.value)
@@ -260,6 +263,7 @@ def test_ci_and_both_images_install_every_package_of_the_set() -> None:
 
 
 def test_rows_declare_crates_and_the_prompt_names_them() -> None:
+    from rust_grpo.problems.answer_format import THINK
     from rust_grpo.problems.schema import DataError, Problem, normalize, user_prompt
 
     row = normalize({"id": "r", "prompt": "Count words.", "crates": "regex, serde-json"}, "line 1")
@@ -267,7 +271,8 @@ def test_rows_declare_crates_and_the_prompt_names_them() -> None:
     assert "regex, serde_json" in user_prompt(row) and "No other crate" in user_prompt(row)
     plain = Problem(id="p", prompt="Add.")
     assert "crate" not in user_prompt(plain)  # std-only rows' prompts are unchanged
-    assert "md5, rand" in user_prompt(plain, crates=["rand", "md5"])  # the option: offer the set to every row
+    offering = dataclasses.replace(THINK, crates=("rand", "md5"))  # data.offer_crates: see test_config
+    assert "md5, rand" in user_prompt(plain, offering) and "md5, rand, regex" in user_prompt(row, offering)
     assert "crates" not in plain.to_dict() and row.to_dict()["crates"] == ["regex", "serde_json"]
     with pytest.raises(DataError, match="tokio"):
         normalize({"id": "r", "prompt": "x", "crates": ["tokio"]}, "line 2")
