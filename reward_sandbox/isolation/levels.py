@@ -190,7 +190,7 @@ class RlimitsOnly(Isolation):
     def problem(self) -> str | None:
         if shutil.which("bash") is None:
             return "bash is missing"
-        if runs_as_root() and not _toolchain_reachable():
+        if runs_as_root() and not toolchain_reachable():
             sysroot = find_toolchain().sysroot
             return (
                 f"the toolchain at {sysroot} is not reachable by an unprivileged uid (a parent directory is private), "
@@ -295,7 +295,7 @@ def _remove_owned_by(base: Path, uid: int, keep: Path | None = None) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _toolchain_reachable() -> bool:
+def toolchain_reachable() -> bool:
     """Whether an unprivileged uid can run clippy-driver where it is installed. The probe runs as a
     uid leased for it alone: the runner kills every process of its uid afterwards, and a fixed uid
     (it was the first slot's) would kill the job another grader on this host is running as that uid

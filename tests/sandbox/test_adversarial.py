@@ -529,13 +529,13 @@ def test_the_toolchain_probe_never_runs_as_a_uid_another_grader_holds():
     the job of whichever grader on this host held that uid (a compile gone: "unknown error")."""
     import subprocess
 
-    from reward_sandbox.isolation import _toolchain_reachable
+    from reward_sandbox.isolation.levels import toolchain_reachable
     from reward_sandbox.isolation.slots import UidLease
 
     held = UidLease(1)  # the lowest free uid: the one a fixed probe uid lands on when graders are few
     job = subprocess.Popen(["sleep", "30"], user=held.uids[0])
     try:
-        assert _toolchain_reachable.__wrapped__()
+        assert toolchain_reachable.__wrapped__()
         assert job.poll() is None, "the probe killed another grader's job"
     finally:
         job.kill()

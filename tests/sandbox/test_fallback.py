@@ -67,6 +67,6 @@ def test_fallback_blocks_the_network_and_leaves_nothing_on_the_host(fallback_gra
 def test_fallback_refuses_to_run_untrusted_code_as_root(monkeypatch):
     from reward_sandbox.isolation import levels as isolation
 
-    monkeypatch.setattr(isolation, "_toolchain_reachable", lambda: False)
+    monkeypatch.setattr(isolation, "toolchain_reachable", lambda: False)
     with pytest.raises(isolation.IsolationUnavailable, match="never run as root"):
         isolation.choose_level("rlimits")
