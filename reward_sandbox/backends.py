@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from .compile.assemble import Assembly
 from .compile.crates import CratesUnavailable, job_crates
 from .compile.crates import current as current_crates
+from .compile.sentinel import extern_flags
 from .compile.toolchain import direct_link, find_toolchain, host_triple, link_flags
 from .isolation.layout import Layout
 from .isolation.limits import Limits
@@ -182,9 +183,10 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits, check_fir
     clippy = f"{layout.toolchain}/bin/clippy-driver"
     rustc = f"{layout.toolchain}/bin/rustc"
     src, work = layout.src, layout.work
-    codegen = [*codegen_flags(job), *dynamic_std(layout)]
+    sentinel = extern_flags([asm.sentinel_crate], src) if asm.sentinel_crate else []  # every --test build's
+    codegen = [*codegen_flags(job), *dynamic_std(layout), *sentinel]
     common = compile_flags(job)
-    linked = [*common, *dynamic_std(layout)]  # what builds a test binary (the check links nothing)
+    linked = [*common, *dynamic_std(layout), *sentinel]  # what builds a test binary (the check links nothing)
     check = [
         clippy,
         *common,

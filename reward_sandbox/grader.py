@@ -18,6 +18,7 @@ from pathlib import Path
 from .backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
 from .compile.assemble import Assembly, assemble
 from .compile.diagnostics import dedupe, parse_diagnostics
+from .compile.sentinel import sentinel_rlib, write_rlib
 from .compile.testlog import parse_test_log
 from .compile.toolchain import Toolchain
 from .isolation.cgroups import SlotMemory
@@ -94,7 +95,7 @@ def grade_job(
     try:
         prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
-        asm = assemble(job, layout.work)
+        asm = assemble(job, layout.work, sentinel_crate=backend != CARGO and sentinel_rlib() is not None)
         plan = (
             cargo_plan(job, asm, layout, limits)
             if backend == CARGO
@@ -106,6 +107,8 @@ def grade_job(
             path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             path.write_text(text)
             path.chmod(0o644)
+        if asm.sentinel_crate:
+            write_rlib(job_dir.src)
         isolation.protect_sources(job_dir, slot.uid)
         script = driver_script(plan.steps, layout, slot.uid, plan.uid_secrets, asm.nonce_path, plan.seals)
         job_dir.driver.write_text(script)

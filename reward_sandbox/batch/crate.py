@@ -42,12 +42,18 @@ class BatchCrate:
     root: str  # the crate root's file name
     members: tuple[Member, ...]
 
+    @property
+    def sentinel_aliases(self) -> list[str]:
+        """Each member's name of the sentinel crate (``compile/sentinel.py``), where it links one."""
+        return [m.asm.sentinel_crate for m in self.members if m.asm.sentinel_crate]
 
-def build_batch(jobs: list[Job], work_dir: str) -> BatchCrate:
-    """The batch's files: each program as alone, under its tag, and the root that declares them."""
+
+def build_batch(jobs: list[Job], work_dir: str, sentinel_crate: bool = False) -> BatchCrate:
+    """The batch's files: each program as alone, under its tag, and the root that declares them.
+    ``sentinel_crate``: as ``assemble``'s; the build then needs ``sentinel_aliases``' ``--extern``s."""
     members = []
     for job in jobs:
-        asm = assemble(job, work_dir)
+        asm = assemble(job, work_dir, sentinel_crate=sentinel_crate)
         members.append(Member(job, replace(asm, module=f"{asm.tag}_m")))
     files: dict[str, str] = {}
     lines = []

@@ -39,6 +39,7 @@ from ..backends import (
     run_step,
 )
 from ..compile.diagnostics import counted_messages, primary_span
+from ..compile.sentinel import extern_flags, sentinel_rlib, write_rlib
 from ..compile.toolchain import Toolchain
 from ..grader import Slot, between_runs, classify, prepare_dirs, release, scratch_root, step_killer
 from ..isolation.layout import JobDir, Layout
@@ -189,18 +190,21 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
     try:
         prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
-        crate = build_batch(jobs, layout.work)
+        crate = build_batch(jobs, layout.work, sentinel_crate=sentinel_rlib() is not None)
         for rel, text in {**crate.files, "Cargo.toml": cargo_manifest(jobs[0])}.items():
             path = job_dir.src / rel
             path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             path.write_text(text)
             path.chmod(0o644)
+        if crate.sentinel_aliases:
+            write_rlib(job_dir.src)
         isolation.protect_sources(job_dir, slot.uid)
         src, work, job = layout.src, layout.work, jobs[0]
         sealed = f"{work}/{SEALED_DIR}/test_bin"
         clippy = f"{layout.toolchain}/bin/clippy-driver"
         dynamic = dynamic_std(layout)  # as every fast test build (backends.dynamic_std)
-        build = [clippy, "--test", *compile_flags(job), *dynamic, *FORCED_LINTS, f"{src}/{crate.root}"]
+        build = [clippy, "--test", *compile_flags(job), *dynamic, *extern_flags(crate.sentinel_aliases, src)]
+        build += [*FORCED_LINTS, f"{src}/{crate.root}"]
         build += ["-o", f"{work}/test_bin"]
         steps: list[Step] = [compile_step("testc", build, limits)]
         for i, member in enumerate(crate.members):

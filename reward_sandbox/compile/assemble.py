@@ -63,6 +63,7 @@ class Assembly:
     test_path: str | None = None  # integration mode: the separate test crate root
     hidden_root: str | None = None  # unit/main mode: program with its own tests off + hidden tests
     module: str = ""  # batches: the program's module in the batch crate (``{tag}_m``)
+    sentinel_crate: str | None = None  # the sentinel crate's name in this job's test builds, if linked
 
     @property
     def prefix(self) -> str:
@@ -167,9 +168,17 @@ def _insert(program: str, text: str) -> str:
     return program[:at] + text + program[at:]
 
 
-def _sentinel_test(nonce_path: str) -> str:
+def _sentinel_test(nonce_path: str, crate: str | None, edition: str) -> str:
     """The test that sorts last and proves the run reached its end: it prints the nonce, which it
-    reads from a root-owned file whose name only this (exec-only) binary knows."""
+    reads from a root-owned file whose name only this (exec-only) binary knows. With ``crate``
+    (the job's name of the prebuilt sentinel crate, ``sentinel.py``) it is one call to it; without,
+    the same lines inline (the cargo backend, or where that crate cannot be built). The crate is
+    named by an absolute path, which ``#![no_implicit_prelude]`` leaves alone: ``::`` names extern
+    crates since 2018; in 2015 it names the crate root, so the module declares the crate itself."""
+    if crate is not None:
+        if edition == "2015":
+            return f'extern crate {crate};\n#[test]\nfn zzzz_done() {{\n    self::{crate}::done("{nonce_path}");\n}}\n'
+        return f'#[test]\nfn zzzz_done() {{\n    ::{crate}::done("{nonce_path}");\n}}\n'
     return (
         "#[test]\n"
         "fn zzzz_done() {\n"
@@ -182,10 +191,14 @@ def _sentinel_test(nonce_path: str) -> str:
     )
 
 
-def assemble(job: Job, work_dir: str) -> Assembly:
+def assemble(job: Job, work_dir: str, sentinel_crate: bool = False) -> Assembly:
     """Lay out ``job`` as crate files with fresh random names and a fresh nonce. ``work_dir`` is the
-    steps' view of the work directory, where the driver puts the nonce file just before tests run."""
+    steps' view of the work directory, where the driver puts the nonce file just before tests run.
+    ``sentinel_crate``: the sentinel tests call the prebuilt sentinel crate (``sentinel.py``) under
+    the name ``Assembly.sentinel_crate``, which every ``--test`` build must then get as an
+    ``--extern``; else they carry its body inline."""
     tag = "rg" + secrets.token_hex(8)
+    crate = f"{tag}_k" if sentinel_crate else None
     nonce = secrets.token_hex(16)
     nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
@@ -195,9 +208,11 @@ def assemble(job: Job, work_dir: str) -> Assembly:
     imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {scope}"
     tests = after_glob_uses(job.tests, scope)  # a glob of theirs in an inner scope beats our outer items
     own = _TEST_ATTR.search(_code(job.source)) is not None
-    sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path)
+    sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path, crate, job.edition)
     files = {sentinel_file: sentinel}
-    layout = functools.partial(Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own)
+    layout = functools.partial(
+        Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own, sentinel_crate=crate
+    )
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))
         test_file = f"{tag}_t.rs"
@@ -223,7 +238,7 @@ def assemble(job: Job, work_dir: str) -> Assembly:
         hidden += "\n#[test]\nfn rg_main() {\n    main();\n}\n"
         expected = 1
     # The hidden run's sentinel lives in the hidden tests' own file: no way to keep one, drop the other.
-    hidden += f"\n#[allow(warnings, clippy::all)]\nmod zzzz_{tag}_end {{\n{_sentinel_test(nonce_path)}}}\n"
+    hidden += f"\n#[allow(warnings, clippy::all)]\nmod zzzz_{tag}_end {{\n{_sentinel_test(nonce_path, crate, job.edition)}}}\n"
     files[hidden_file] = hidden
     decls = _decl(hidden_file, hidden_mod) + _decl(sentinel_file, sentinel_mod)
     files["lib.rs"] = _insert(job.source, decls)
