@@ -70,3 +70,27 @@ def test_direct_lld_link_gives_the_same_test_events_as_linking_through_cc(tmp_pa
         "thread_panics": "failed",
         "expected": "ok",
     }
+
+
+HOSTILE_LINKS = {
+    # a file of the host's named as a library: the link fails, and says nothing of the file's contents
+    "exact-path": '#[link(name = ":/etc/passwd")]\nextern "C" {}\n',
+    "missing-library": '#[link(name = "rg_no_such_library")]\nextern "C" {}\n',
+    "whole-archive": '#[link(name = "c", kind = "static", modifiers = "+whole-archive")]\nextern "C" {}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_LINKS))
+def test_a_program_choosing_what_the_linker_reads_gets_its_own_verdict(grader, name):
+    """``#[link]`` is the one say a program has over the (direct) link: whatever it names, the build
+    is the program's own verdict, never a sandbox fault, and no linker message carries a host file's
+    contents. (No program can make a file to link: nothing it writes exists before tests run.)"""
+    from ..conftest import grade_one
+
+    source = HOSTILE_LINKS[name] + "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
+    tests = "#[test]\nfn adds() {\n    assert_eq!(add(2, 2), 4);\n}\n"
+    result = grade_one(grader, id=f"link-{name}", source=source, tests=tests)
+    assert result.status in ("ok", "compile_error", "test_failure"), result.reason
+    assert result.status != "ok" or result.tests.hidden.passed == 1
+    text = result.reason + result.output_tail + "".join(d.rendered for d in result.build.diagnostics)
+    assert "root:x:0:0" not in text
