@@ -43,6 +43,7 @@ bench: setup
 	$(PY) benchmarks/bench_exercism.py
 	$(PY) benchmarks/bench_server.py
 	$(PY) benchmarks/bench_crates.py
+	$(PY) benchmarks/bench_canary.py
 
 bench-learning: setup
 	$(PY) benchmarks/bench_learning.py
