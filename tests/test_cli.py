@@ -74,18 +74,22 @@ def test_score_needs_a_dataset_and_counts_unknown_problems_apart(tmp_path):
     assert "1 completions name problems the dataset does not hold" in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_report_says_how_many_samples_each_problem_had(tmp_path):
+def test_report_says_how_many_samples_each_problem_had():
+    """Problems sampled unevenly (1 and 2 samples): the report says so, and that pass@k stops at the
+    fewest; evenly sampled, one number."""
     from rust_grpo.evaluation.report import markdown
+    from rust_grpo.evaluation.scoring import summarize
+    from rust_grpo.rewards.functions import REWARD_NAMES
 
-    summary = {"problems": 2, "samples": 3, "samples_per_problem": 1, "samples_per_problem_max": 2, "rates": {},
-               "hidden": {}, "statuses": {}, "mean_rewards": {}, "per_problem": {}}  # fmt: skip
-    try:
-        text = markdown(summary, "t")
-    except KeyError:  # the rate table needs a full summary; the header line is what this checks
-        text = ""
-    from rust_grpo.evaluation.report import _per_problem
+    def record(problem: str, passed: bool) -> dict:
+        flags = {"format_ok": True, "build_ok": True, "clippy_clean": True, "own_tests_pass": passed}
+        rewards = dict.fromkeys(REWARD_NAMES, 1.0 if passed else 0.0)
+        return {"problem_id": problem, **flags, "hidden_pass": passed, "status": "ok", "rewards": rewards}
 
-    assert _per_problem(summary) == "1 to 2 per problem; pass@k uses at most 1" or "1 to 2 per problem" in text
+    uneven = summarize([record("a", True), record("b", False), record("b", True)])
+    assert "(1 to 2 per problem; pass@k uses at most 1)." in markdown(uneven, "t")
+    even = summarize([record("a", True), record("b", False)])
+    assert "2 problems, 2 samples (1 per problem)." in markdown(even, "t")
 
 
 @pytest.mark.parametrize(
