@@ -211,7 +211,7 @@ def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[
             return Status.TIMEOUT, f"step '{name}' exceeded its CPU-time limit ({spec.cpu_s} s)"
         if step.signal == signal.SIGKILL and oom and spec.kind == "run":
             return Status.MEMORY_LIMIT, f"step '{name}' went over the job's memory limit ({spec.memory_mb} MB)"
-        if step.signal == signal.SIGXFSZ or (spec.kind == "compile" and step.exit_code and _file_limit_hit(step)):
+        if step.signal == signal.SIGXFSZ or (spec.kind == "compile" and step.exit_code and file_limit_hit(step)):
             return Status.OUTPUT_LIMIT, f"step '{name}' wrote a file larger than allowed"
         text = step.output[-8192:]
         if step.exit_code and (b"memory allocation of" in text or b"out of memory" in text.lower()):
@@ -222,7 +222,7 @@ def _resource_status(plan: Plan, outcome: DriverOutcome, oom: bool, names: list[
 _FILE_LIMIT = ("(os error 27)", "(SIGXFSZ)")  # EFBIG, and a tool (the linker) the limit's signal killed
 
 
-def _file_limit_hit(step: StepOutcome) -> bool:
+def file_limit_hit(step: StepOutcome) -> bool:
     """A compiler that reports the file-size limit as an error of its own: a write that failed with
     EFBIG, or a tool it ran killed by SIGXFSZ. Read from rustc's messages, never their rendered
     snippets (those quote the program's text)."""

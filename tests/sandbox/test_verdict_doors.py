@@ -473,11 +473,11 @@ mod tests {
 def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(message):
     """When the limit's signal reaches a tool rustc runs (the linker) or rustc sees the write fail, rustc
     exits with an error of its own: its message, not a snippet of the program, names the limit."""
-    from reward_sandbox.grader import _file_limit_hit
+    from reward_sandbox.grader import file_limit_hit
     from reward_sandbox.isolation.process import StepOutcome
 
     line = json.dumps({"$message_type": "diagnostic", "message": message, "level": "error", "spans": []})
-    assert _file_limit_hit(StepOutcome(started=True, exit_code=1, output=line.encode() + b"\n"))
+    assert file_limit_hit(StepOutcome(started=True, exit_code=1, output=line.encode() + b"\n"))
     quoted = json.dumps(
         {
             "$message_type": "diagnostic",
@@ -487,7 +487,7 @@ def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(me
             "rendered": f"// {message}",
         }
     )
-    assert not _file_limit_hit(StepOutcome(started=True, exit_code=1, output=quoted.encode() + b"\n"))
+    assert not file_limit_hit(StepOutcome(started=True, exit_code=1, output=quoted.encode() + b"\n"))
 
 
 # A program trait with a by-value method is found before std's by-reference inherent one: through the
