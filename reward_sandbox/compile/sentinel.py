@@ -12,7 +12,10 @@ What a program can do with it: nothing it could not do before. It reaches the cr
 random per-job name (``--extern {tag}_k=...``, ``Assembly.sentinel_crate``), so it cannot call or
 shadow the sentinel's helper by name; and the helper holds no secret (the nonce file's path is
 the call's argument, in the sentinel's source, which is deleted before any test runs). The rlib is
-written into the job's read-only sources, root-owned, and deleted with them.
+written into the job's read-only sources, root-owned, and deleted with them; a program may read it
+while it compiles (``include_bytes!``), so it names no host path (``--remap-path-prefix``). Its own
+``-C metadata`` keeps its crate id apart from a job's crate that shares its name (job crates get
+none): an integration test crate links the job's library and this crate side by side.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from .toolchain import ToolchainError, find_toolchain
 
 RLIB = "librg_sentinel.rlib"  # rustc wants `lib*.rlib` for an --extern path
+METADATA = "reward-sandbox-sentinel"  # no job crate has it (they get none): never a job crate's id
 
 # One write of the whole line under stdout's lock: no other thread's output can land inside it.
 SOURCE = """\
@@ -53,6 +57,9 @@ def sentinel_rlib() -> bytes | None:
     with tempfile.TemporaryDirectory(prefix="rg-sentinel-") as tmp:
         (Path(tmp) / "lib.rs").write_text(SOURCE)
         argv = [rustc, "--edition", "2021", "--crate-type", "rlib", "--crate-name", "rg_sentinel"]
+        # Job crates are built without -C metadata: a job's library named `rg_sentinel` would have
+        # this crate's id, and a test crate linking both would not build (integration mode).
+        argv += ["-C", f"metadata={METADATA}", f"--remap-path-prefix={tmp}=rg_sentinel"]
         argv += ["-C", "debuginfo=0", "lib.rs", "-o", RLIB]
         try:
             built = subprocess.run(argv, cwd=tmp, capture_output=True, timeout=120)

@@ -2,7 +2,8 @@
 
 A program may try to reach the crate by its real name through the crate loader (``extern crate``,
 which searches differently from ``::name``), to read the rlib (it lies among the program's sources
-while it compiles), or to find it while its tests run."""
+while it compiles), or to find it while its tests run; and the crate's own name must never stand in
+the way of a job's crate that happens to share it (integration mode links both into one test crate)."""
 
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ def test_extern_crate_by_its_real_name_does_not_find_it(grader: Grader, edition:
 def test_the_rlib_is_readable_while_compiling_but_holds_no_secret(grader: Grader) -> None:
     """``include_bytes!`` of the rlib (a file next to the program's) compiles: it is no secret, the
     same for every job of the process, and names no job (the tag, the alias, the nonce's path are
-    the sentinel source's, never the crate's)."""
+    the sentinel source's, never the crate's) and no host path."""
     rlib = sentinel_rlib()
     assert rlib is not None
     for job_specific in (b"_k", b".rg/", b"_hidden", b"zzzz_"):
         assert job_specific not in rlib
+    assert b"rg-sentinel-" not in rlib  # nor the host's temporary directory it was built in
     source = PROGRAM + (
         f'pub const RLIB: &[u8] = include_bytes!("{RLIB}");\n'
         "#[cfg(test)]\nmod tests {\n    #[test]\n    fn own() {\n"
@@ -64,3 +66,19 @@ def test_the_rlib_is_gone_before_tests_run(grader: Grader, fallback_grader: Grad
     result = grade_one(g, id=f"gone-{isolation}", source=PROGRAM + own, tests=TESTS)
     assert result.status == "ok", result.reason
     assert (result.tests.hidden.passed, result.tests.own.passed) == (1, 1)
+
+
+@pytest.mark.parametrize("edition", ["2015", "2021"])
+def test_a_job_crate_named_like_the_sentinel_crate_still_links(grader: Grader, edition: str) -> None:
+    """Integration mode links the program's library and the sentinel crate into one test crate. A
+    job whose crate is called ``rg_sentinel`` (the rlib's own name) must grade as under cargo,
+    which has no sentinel crate: ``ok`` when right, ``test_failure`` when wrong, never "the hidden
+    tests do not compile" for colliding crate ids."""
+    tests = ("extern crate rg_sentinel;\n" if edition == "2015" else "") + "use rg_sentinel::*;\n" + TESTS
+    common = {"crate_name": "rg_sentinel", "test_mode": "integration", "edition": edition, "tests": tests}
+    right = grade_one(grader, id=f"named-{edition}", source=PROGRAM, **common)
+    assert right.status == "ok", right.reason
+    assert right.tests.hidden.passed == 1
+    wrong = grade_one(grader, id=f"named-wrong-{edition}", source=PROGRAM.replace("* 2", "* 3"), **common)
+    assert wrong.status == "test_failure" and wrong.tests.hidden.failed == 1
+    assert "colliding" not in (wrong.reason or "")
