@@ -25,6 +25,7 @@ from reward_sandbox.results import invalid_result
 from ..problems.answer_format import THINK, AnswerFormat
 from ..problems.parsing import ParsedCompletion, completion_text, parse_completion
 from ..problems.schema import Problem, problem_from_columns
+from .argless import ignores_arguments
 from .audit import CodeAudit, audit_code, code_view, matching_brace
 from .mutants import BODIES, replace_bodies
 
@@ -58,6 +59,8 @@ class Evaluation:
     # the program's own tests graded as its wrong versions are (alone, no hidden tests), when its
     # first grading could differ from theirs in what a test can observe (it came from a batch)
     own_result: Result | None = None
+    # the function the row's hidden tests call names none of its parameters (see argless.py)
+    argless: bool = False
 
     @property
     def unknown(self) -> bool:
@@ -215,6 +218,7 @@ class RewardContext:
                 mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i),
                 own_result=own_results.get(i),
                 format_ok=self.answer_format.follows(p),
+                argless=bool(ignores_arguments(p.code, rows[i].tests)),
             )
             for i, p in enumerate(parsed)
         ]
@@ -459,3 +463,16 @@ def all_hidden_reward(e: Evaluation, _min_tests: int) -> float | None:
 
 REWARDS.update(gated_build=gated_build_reward, all_hidden=all_hidden_reward)
 REWARD_NAMES = (*REWARD_NAMES, "gated_build", "all_hidden")  # type: ignore[assignment]  # grows by two
+
+
+def build_using_args_reward(e: Evaluation, _min_tests: int) -> float:
+    """``build`` for answers that read their input: 1 when the program builds as an answer and the
+    function the hidden tests call names at least one of its parameters (or takes none); else 0.
+    Never more than ``build`` pays, so nothing ``build`` closes reopens here; a stub that only names
+    an argument (``let _ = n;``) still earns it, so ``rates/argless_builds`` and the hidden tests,
+    not this reward, say whether the policy is right."""
+    return 1.0 if e.builds and not e.argless else 0.0
+
+
+REWARDS.update(build_using_args=build_using_args_reward)
+REWARD_NAMES = (*REWARD_NAMES, "build_using_args")  # type: ignore[assignment]  # grows by one

@@ -24,7 +24,6 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from ..rewards.argless import ignores_arguments
 from ..rewards.functions import RewardContext, batch_metrics
 from .canaries import CANARY_COLUMN, CanaryWatch, canary_record, flagged, passes_canary
 from .dynamic_sampling import flat_groups, group_rows, prompt_stream, take_rows
@@ -92,10 +91,9 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         if normal:
             for name, value in batch_metrics([evaluations[i] for i in normal]).items():
                 self._log_metric(name, value)
-            tests = columns.get("tests") or [""] * len(inputs)
             builds = [i for i in normal if evaluations[i].builds]
             if builds:
-                argless = sum(bool(ignores_arguments(evaluations[i].parsed.code, tests[i] or "")) for i in builds)
+                argless = sum(evaluations[i].argless for i in builds)
                 self._log_metric("rates/argless_builds", argless / len(builds))
         health = getattr(context.grader, "health", None)  # reward servers (RemoteGrader)
         if callable(health):

@@ -159,4 +159,5 @@ def test_build_is_a_gate_a_stub_earns_build_but_not_gated_build(grader):
     assert [t["gated_build"] for t in table] == [0.0, 1.0, 1.0]
     assert [t["all_hidden"] for t in table] == [0.0, 0.0, 1.0]
     assert [ignores_arguments(c, tests) for c in (stub, half, right)] == [True, False, False]
-    assert REWARD_NAMES[-2:] == ("gated_build", "all_hidden")
+    assert [t["build_using_args"] for t in table] == [0.0, 1.0, 1.0]
+    assert REWARD_NAMES[-3:] == ("gated_build", "all_hidden", "build_using_args")

@@ -232,7 +232,7 @@ def test_the_oxen_preset_is_oxens_run():
     assert dict(zip(REWARD_NAMES, args.reward_weights)) == {
         "format": 0.0, "code_block": 0.0, "tests_present": 0.0, "build": 1.0, "clippy": 1.0, "own_tests": 2.0,
         "hidden_tests": 0.0, "non_empty": 1.0, "test_block": 0.5, "asserts": 1.0, "gated_build": 0.0,
-        "all_hidden": 0.0,
+        "all_hidden": 0.0, "build_using_args": 0.0,
     }  # fmt: skip
     fmt = cfg.data.format()
     assert fmt is OXEN and "///" in fmt.system_prompt and "<think>" not in fmt.system_prompt
