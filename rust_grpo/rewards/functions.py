@@ -461,10 +461,6 @@ def all_hidden_reward(e: Evaluation, _min_tests: int) -> float | None:
     return 1.0 if e.hidden_pass else 0.0
 
 
-REWARDS.update(gated_build=gated_build_reward, all_hidden=all_hidden_reward)
-REWARD_NAMES = (*REWARD_NAMES, "gated_build", "all_hidden")  # type: ignore[assignment]  # grows by two
-
-
 def build_using_args_reward(e: Evaluation, _min_tests: int) -> float:
     """``build`` for answers that read their input: 1 when the program builds as an answer and the
     function the hidden tests call names at least one of its parameters (or takes none); else 0.
@@ -474,5 +470,5 @@ def build_using_args_reward(e: Evaluation, _min_tests: int) -> float:
     return 1.0 if e.builds and not e.argless else 0.0
 
 
-REWARDS.update(build_using_args=build_using_args_reward)
-REWARD_NAMES = (*REWARD_NAMES, "build_using_args")  # type: ignore[assignment]  # grows by one
+REWARDS.update(gated_build=gated_build_reward, all_hidden=all_hidden_reward, build_using_args=build_using_args_reward)
+REWARD_NAMES = (*REWARD_NAMES, "gated_build", "all_hidden", "build_using_args")  # type: ignore[assignment]  # grows by three
