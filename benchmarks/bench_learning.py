@@ -1,12 +1,14 @@
 """Does a real pretrained model get better at Rust? SmolLM2-135M-Instruct (GGUF from PyPI) is scored
 on held-out problems three times, with the same sampling settings and seed: as it comes (base),
 after a brief supervised cold start on reference answers (sft), and after GRPO with sandboxed
-rewards on top of that (grpo). The held-out problems are the easiest of data/eval.jsonl, which no
-stage trains on (training uses data/train.jsonl).
+rewards on top of that (grpo). The held-out problems are the easiest of data/eval.jsonl (the core
+tier) and the basics tier's held-out third (data/basics-eval.jsonl, one-liners), which no stage
+trains on; every figure is given for both together and for each tier apart.
 
 Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}, each
 stage {"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"} with 95%
-intervals in "<name>_ci"; argless_builds is the share of builds that use none of their arguments),
+intervals in "<name>_ci", and the same per tier under "tiers"; argless_builds is the share of builds
+that use none of their arguments),
 runs/bench/learning.png, and every stage's graded completions. Exit code 1 when GRPO does not
 raise held-out build by the target over SFT (the JSON is written either way).
 """
@@ -22,13 +24,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rust_grpo.config import load_config
-from rust_grpo.evaluation.learning import easiest, learning_report, mark_argless, plot_learning, stage_metrics
+from rust_grpo.evaluation.learning import (
+    easiest,
+    learning_report,
+    plot_learning,
+    stage_metrics,
+    tier_metrics,
+)
 from rust_grpo.problems.schema import Problem, load_problems
 from rust_grpo.training.callbacks import read_metrics
 
 
 def score_stage(
-    name: str, model: str, adapter: str | None, problems: list[Problem], args: argparse.Namespace, cfg: object
+    name: str,
+    model: str,
+    adapter: str | None,
+    problems: list[Problem],
+    tiers: dict[str, list[str]],
+    args: argparse.Namespace,
+    cfg: object,
 ) -> dict[str, object]:
     from reward_sandbox import open_grader
     from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf
@@ -46,11 +60,11 @@ def score_stage(
     completions = generate_hf(model, problems, settings, cfg.data.format(), adapter=adapter)  # type: ignore[attr-defined]
     with open_grader(cfg.reward.sandbox_settings()) as grader:  # type: ignore[attr-defined]
         records = score_completions(completions, {p.id: p for p in problems}, grader)
-    mark_argless(records, [c.text for c in completions], {p.id: p for p in problems})
     with open(args.out / f"{name}-completions.jsonl", "w", encoding="utf-8") as fh:
         for c, r in zip(completions, records):
             fh.write(json.dumps({**r, "completion": c.text}) + "\n")
     metrics = stage_metrics(records, cfg.reward.weights)  # type: ignore[attr-defined]
+    metrics["tiers"] = tier_metrics(records, tiers, cfg.reward.weights)  # type: ignore[attr-defined]
     print(f"[{name}] {json.dumps(metrics)} ({time.monotonic() - start:.0f} s)", flush=True)
     return metrics
 
@@ -60,6 +74,13 @@ def main() -> int:
     parser.add_argument("--config", default="configs/smollm-cpu.toml")
     parser.add_argument("--heldout", type=int, default=16, help="held-out problems (the easiest of the eval set)")
     parser.add_argument("--heldout-data", default="data/eval.jsonl")
+    parser.add_argument(
+        "--tier",
+        action="append",
+        default=None,
+        help="NAME=FILE: every problem of FILE held out too, reported as its own tier (default basics=data/basics-eval.jsonl;"
+        " --tier none for the core tier alone)",
+    )
     parser.add_argument("--samples", type=int, default=8, help="samples per held-out problem and stage")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.8)
@@ -89,7 +110,18 @@ def main() -> int:
     from rust_grpo.training.train import resolve_model_path, train
 
     fmt = cfg.data.format()
-    heldout = easiest(load_problems(args.heldout_data), args.heldout)
+    core = easiest(load_problems(args.heldout_data), args.heldout)
+    tiers = {"core": [p.id for p in core]}
+    heldout = list(core)
+    for spec in args.tier or ["basics=data/basics-eval.jsonl"]:
+        if spec == "none":
+            continue
+        tier_name, sep, path = spec.partition("=")
+        if not sep or not tier_name or not path or tier_name in tiers:
+            raise SystemExit(f"--tier {spec!r}: expected a new NAME=FILE")
+        rows = load_problems(path)
+        tiers[tier_name] = [p.id for p in rows]
+        heldout += rows
     train_problems = cfg.data.problems()
     overlap = {p.id for p in heldout} & {p.id for p in train_problems}
     if overlap:
@@ -98,11 +130,11 @@ def main() -> int:
 
     stages: dict[str, dict[str, object]] = {}
     base = resolve_model(cfg.model.name_or_path)
-    stages["base"] = score_stage("base", base, None, heldout, args, cfg)
+    stages["base"] = score_stage("base", base, None, heldout, tiers, args, cfg)
     sft = resolve_model_path(cfg.model, train_problems, fmt)  # the cold start, cached: train() reuses it
-    stages["sft"] = score_stage("sft", sft, None, heldout, args, cfg)
+    stages["sft"] = score_stage("sft", sft, None, heldout, tiers, args, cfg)
     final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
-    stages["grpo"] = score_stage("grpo", sft, str(final), heldout, args, cfg)
+    stages["grpo"] = score_stage("grpo", sft, str(final), heldout, tiers, args, cfg)
 
     steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]
     report = learning_report(
@@ -110,6 +142,7 @@ def main() -> int:
         len(steps),
         stages,  # type: ignore[arg-type]
         heldout=[p.id for p in heldout],
+        tiers=tiers,
         sampling={
             "samples": args.samples,
             "max_new_tokens": args.max_new_tokens,
@@ -130,6 +163,10 @@ def main() -> int:
     print(f"\nheld-out ({len(heldout)} problems x {args.samples}), base -> sft -> grpo ({len(steps)} steps):")
     for key in ("format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"):
         print(f"  {key:<12} " + " -> ".join(f"{stages[s][key]:.3f}" for s in ("base", "sft", "grpo")))
+    for tier_name in tiers:
+        by_stage = [stages[s]["tiers"][tier_name] for s in ("base", "sft", "grpo")]  # type: ignore[index]
+        for key in ("build", "hidden_pass", "hidden_share"):
+            print(f"  {tier_name + ' ' + key:<20} " + " -> ".join(f"{m[key]:.3f}" for m in by_stage))
     print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {report['wall_s']} s in all")
     print(f"wrote {args.out / 'learning.json'} and {args.out / 'learning.png'}")
     return 0 if gain >= args.target else 1

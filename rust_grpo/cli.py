@@ -452,7 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="JSONL of problems in our schema")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_data_import)
-    p = data.add_parser("build", help="build data/train.jsonl, eval.jsonl and demo.jsonl from data/source/*.rsp")
+    p = data.add_parser(
+        "build",
+        help="build data/train.jsonl, eval.jsonl and demo.jsonl from data/source/*.rsp, and a TIER-train/-eval.jsonl pair from each data/source/TIER/",
+    )
     p.add_argument("--source", default="data/source", help="the human-written problem sources (data/source)")
     p.add_argument("--out", default="data", help="where train/eval/demo.jsonl are written")
     p.set_defaults(func=cmd_data_build)

@@ -70,7 +70,10 @@ class LoraSettings:
 
 @dataclass
 class DataConfig:
-    train: str = _f("data/train.jsonl", "Training problems: a .jsonl/.parquet path or a `datasets` name.")
+    train: str | list[str] = _f(
+        "data/train.jsonl",
+        "Training problems: a .jsonl/.parquet path or a `datasets` name, or a list of them (ids unique across all).",
+    )
     split: str = _f("train", "Split to take when `train` is a `datasets` name.")
     max_rows: int = _f(0, "Use at most this many rows (0 = all).")
     shuffle_seed: int = _f(-1, "Shuffle rows with this seed before max_rows (-1 = keep file order).")
@@ -95,6 +98,8 @@ class DataConfig:
     def __post_init__(self) -> None:
         from .problems.answer_format import FORMATS
 
+        if not self.train:
+            raise ConfigError("data.train names no training problems")
         if not 0 <= self.canary_share <= 0.5:
             raise ConfigError(f"data.canary_share must be in [0, 0.5], got {self.canary_share}")
 
@@ -117,12 +122,26 @@ class DataConfig:
             raise ConfigError(f'{exc} (or "all")') from None
 
     def problems(self) -> list[Problem]:
-        """The training problems this section selects (file, split, shuffle, length cap, row cap)."""
-        from .problems.schema import load_problems
+        """The training problems this section selects (files, split, length cap, shuffle, row cap)."""
+        import random
 
-        return load_problems(
-            self.train, self.split, self.max_rows, self.shuffle_seed, max_solution_chars=self.max_solution_chars
-        )
+        from .problems.schema import DataError, load_problems
+
+        if isinstance(self.train, str):
+            return load_problems(
+                self.train, self.split, self.max_rows, self.shuffle_seed, max_solution_chars=self.max_solution_chars
+            )
+        problems = [
+            p
+            for spec in self.train
+            for p in load_problems(spec, self.split, max_solution_chars=self.max_solution_chars)
+        ]
+        seen: set[str] = set()
+        if clash := sorted({p.id for p in problems if p.id in seen or seen.add(p.id)}):  # type: ignore[func-returns-value]
+            raise DataError(f"data.train: ids in more than one of {self.train}: {clash[:5]}")
+        if self.shuffle_seed >= 0:
+            random.Random(self.shuffle_seed).shuffle(problems)
+        return problems[: self.max_rows] if self.max_rows > 0 else problems
 
     def format(self) -> AnswerFormat:
         """The answer format, with this run's system prompt when one is set and the crates it offers."""

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from rust_grpo.config import ConfigError, load_config
+from rust_grpo.problems.schema import DataError
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
 
@@ -96,3 +97,20 @@ def test_offered_crates_reach_the_training_and_eval_prompts(tmp_path):
     picked = load_config("configs/tiny-cpu.toml", ['data.offer_crates=["serde-json", "regex"]']).data.format()
     assert picked.crates == ("regex", "serde_json") and "regex, serde_json. No other crate" in asked(picked)
     assert "crate" not in asked(load_config("configs/tiny-cpu.toml").data.format())  # the default: std only
+
+
+def test_training_problems_from_several_files_with_unique_ids(tmp_path):
+    cfg = load_config("configs/smollm-cpu.toml")
+    assert cfg.data.train == ["data/train.jsonl", "data/basics-train.jsonl"]
+    ids = [p.id for p in cfg.data.problems()]
+    assert len(ids) == len(set(ids)) and {"add_two", "sum_of_evens"} <= set(ids)  # a basics and a core problem
+    assert all(len(p.solution) <= 250 for p in cfg.data.problems())  # the length cap holds for every file
+    capped = load_config("configs/smollm-cpu.toml", ["data.max_rows=5", "data.shuffle_seed=1"]).data.problems()
+    assert len(capped) == 5 and [p.id for p in capped] != ids[:5]  # shuffled across the files, then capped
+    twice = load_config(
+        "configs/smollm-cpu.toml", ['data.train=["data/basics-train.jsonl", "data/basics-train.jsonl"]']
+    )
+    with pytest.raises(DataError, match="add_two"):
+        twice.data.problems()
+    with pytest.raises(ConfigError, match=r"data\.train names no training problems"):
+        load_config("configs/smollm-cpu.toml", ["data.train=[]"])

@@ -70,23 +70,12 @@ def hidden_share(record: dict[str, Any]) -> float:
     return int(tests.get("passed") or 0) / total if total and record.get("build_ok") else 0.0
 
 
-def mark_argless(records: Sequence[dict[str, Any]], texts: Sequence[str], problems: dict[str, Problem]) -> None:
-    """Set ``argless`` on each ``score_completions`` record: it builds as an answer and the function
-    its hidden tests call names none of its parameters (see ``argless.py``)."""
-    from ..problems.parsing import parse_completion
-    from ..rewards.argless import ignores_arguments
-
-    for record, text in zip(records, texts):
-        problem = problems.get(record.get("problem_id", ""))
-        code = parse_completion(text).code
-        record["argless"] = bool(record.get("build_ok")) and bool(problem and ignores_arguments(code, problem.tests))
-
-
 def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> dict[str, Any]:
     """``{"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"}`` plus
     ``<name>_ci`` 95% intervals, from ``score_completions`` records (completions the sandbox could not
     grade are left out). ``argless_builds`` is the share of *builds* whose asked function ignores its
-    arguments (records marked by :func:`mark_argless`): stubs that compile, which should fall."""
+    arguments (each record's ``argless``, from the same Evaluation training pays): stubs that
+    compile, which should fall."""
     graded = [r for r in records if r.get("status") != "sandbox_error" and not r.get("unknown_problem")]
     n = len(graded)
     out: dict[str, Any] = {"n": n}
@@ -107,6 +96,17 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
     return out
 
 
+def tier_metrics(
+    records: Sequence[dict[str, Any]], tiers: dict[str, Sequence[str]], weights: dict[str, float]
+) -> dict[str, dict[str, Any]]:
+    """:func:`stage_metrics` of each tier's records (``tiers``: name -> its problem ids), so a gain on
+    easy problems is never read as a gain on the hard ones."""
+    return {
+        name: stage_metrics([r for r in records if r.get("problem_id") in set(ids)], weights)
+        for name, ids in tiers.items()
+    }
+
+
 def learning_report(model: str, grpo_steps: int, stages: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
     """The benchmark's JSON: ``{"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}`` (+ extra keys)."""
     missing = [s for s in STAGES if s not in stages]
@@ -121,8 +121,27 @@ def easiest(problems: Sequence[Problem], k: int) -> list[Problem]:
     return sorted(problems, key=lambda p: (len(p.solution), p.id))[:k]
 
 
+def _stage_bars(ax: Any, stages: dict[str, dict[str, Any]], names: Sequence[str], title: str) -> None:
+    """Grouped bars, one group per metric and one bar per stage, with their 95% intervals."""
+    width = 0.26
+    for i, stage in enumerate(STAGES):
+        m = stages[stage]
+        xs = [j + (i - 1) * width for j in range(len(names))]
+        ys = [m[name] for name in names]
+        errs = [
+            [max(0.0, y - m[f"{name}_ci"][0]) for name, y in zip(names, ys)],
+            [max(0.0, m[f"{name}_ci"][1] - y) for name, y in zip(names, ys)],
+        ]
+        ax.bar(xs, ys, width, yerr=errs, capsize=3, label=f"{stage} (n={m['n']})")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.legend()
+
+
 def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: Path) -> Path:
-    """Left: the three stages' rates and hidden-test share with 95% intervals. Right: GRPO's
+    """Left: the three stages' rates and hidden-test share with 95% intervals (then one panel per
+    tier when the report has tiers: build, all hidden tests passing, share passed). Right: GRPO's
     per-step mean reward with a band of +-1 standard deviation of that step's rewards, and the
     step's build rate."""
     import matplotlib
@@ -130,23 +149,16 @@ def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    width = 0.26
-    for i, stage in enumerate(STAGES):
-        m = report["stages"][stage]
-        names = [name for name in PLOTTED if name in m]  # reports from before hidden_share lack it
-        xs = [j + (i - 1) * width for j in range(len(names))]
-        ys = [m[name] for name in names]
-        errs = [
-            [max(0.0, y - m[f"{name}_ci"][0]) for name, y in zip(names, ys)],
-            [max(0.0, m[f"{name}_ci"][1] - y) for name, y in zip(names, ys)],
-        ]
-        left.bar(xs, ys, width, yerr=errs, capsize=3, label=f"{stage} (n={m['n']})")
-    left.set_xticks(range(len(names)), names)
-    left.set_ylim(0, 1)
+    stages = report["stages"]
+    tiers = list(stages[STAGES[0]].get("tiers", {}))
+    fig, axes = plt.subplots(1, 2 + len(tiers), figsize=(6 * (2 + len(tiers)), 4.5))
+    left, right = axes[0], axes[-1]
+    names = [name for name in PLOTTED if name in stages[STAGES[0]]]  # reports from before hidden_share lack it
+    _stage_bars(left, stages, names, f"{report['model']}: held-out, 95% intervals")
     left.set_ylabel("rate on held-out problems")
-    left.set_title(f"{report['model']}: held-out, 95% intervals")
-    left.legend()
+    for ax, tier in zip(axes[1:-1], tiers):
+        by_stage = {s: stages[s]["tiers"][tier] for s in STAGES}
+        _stage_bars(ax, by_stage, ["build", "hidden_pass", "hidden_share"], f"tier {tier}")
     xs = [int(r.get("step", i + 1)) for i, r in enumerate(steps)]
     mean = [float(r.get("reward", 0.0)) for r in steps]
     sd = [float(r.get("reward_std", 0.0)) for r in steps]

@@ -88,7 +88,7 @@ def _unknown_record(c: Completion) -> dict[str, Any]:
         "problem_id": c.problem_id, "sample": c.sample, "status": "unknown_problem", "format_ok": False,
         "parse_problems": [], "build_ok": False, "clippy_clean": False, "own_tests": {"passed": 0, "total": 0},
         "own_tests_pass": False, "meaningful_tests": 0, "hack_flags": [], "hidden_tests": {"passed": 0, "total": 0},
-        "hidden_pass": False, "rewards": {}, "catching_tests": [], "duration_s": 0.0, "unknown_problem": True,
+        "hidden_pass": False, "argless": False, "rewards": {}, "catching_tests": [], "duration_s": 0.0, "unknown_problem": True,
         "reason": f"problem {c.problem_id!r} is not in the dataset",
     }  # fmt: skip
 
@@ -113,6 +113,7 @@ def score_record(c: Completion, e: Evaluation, min_tests: int) -> dict[str, Any]
         if hidden
         else {"passed": 0, "total": 0},
         "hidden_pass": e.hidden_pass,
+        "argless": e.builds and e.argless,  # builds, but the asked function names none of its parameters
         "rewards": reward_values(e, min_tests),
         "catching_tests": sorted(e.catching_tests),
         "reason": r.reason if r else "; ".join(e.parsed.problems),

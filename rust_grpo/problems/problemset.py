@@ -5,6 +5,11 @@ A source file holds problems separated by ``=== id`` lines; each has a prompt, t
 lines become separate ``#[test]`` functions, so the hidden-test reward gets partial credit.
 ``build_dataset`` writes ``train.jsonl`` and ``eval.jsonl`` (every fifth problem goes to eval), and
 ``demo.jsonl``, a few short training problems for the CPU demo.
+
+A subfolder of the sources is a *tier*, kept out of those files: ``source/basics/*.rsp`` becomes
+``basics-train.jsonl`` and ``basics-eval.jsonl`` (every third problem held out). The basics tier is
+one-liners a 135M model can sometimes get right, so a CPU run can measure whether training moves
+correctness at all; mixing it into the main files would change their split and the demo's problems.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from .schema import DataError, Problem
 _HEADER = re.compile(r"^=== ([a-z0-9_]+)\s*$", re.MULTILINE)
 _SECTION = re.compile(r"^--- (signature|solution|tests)\s*$", re.MULTILINE)
 EVAL_EVERY = 5
+TIER_EVAL_EVERY = 3  # a tier is small: a third held out gives 16 of the basics' 50
 DEMO_SIZE = 8  # data/demo.jsonl: the training problems with the shortest reference answers (CPU demo)
 
 
@@ -74,12 +80,28 @@ def load_sources(source_dir: Path) -> list[Problem]:
     return problems
 
 
-def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
-    problems = load_sources(source_dir)
+def split_every(problems: list[Problem], every: int) -> dict[str, list[Problem]]:
+    """Every ``every``-th problem (in source order) to eval, the rest to train."""
     splits: dict[str, list[Problem]] = {"train": [], "eval": []}
     for i, p in enumerate(problems):
-        splits["eval" if i % EVAL_EVERY == EVAL_EVERY - 1 else "train"].append(p)
+        splits["eval" if i % every == every - 1 else "train"].append(p)
+    return splits
+
+
+def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
+    """The main split and demo from ``source_dir/*.rsp``, then one train/eval pair per tier folder.
+    Ids must be unique across all of them: a tier problem must never be a main held-out one."""
+    problems = load_sources(source_dir)
+    splits = split_every(problems, EVAL_EVERY)
     splits["demo"] = sorted(splits["train"], key=lambda p: len(p.solution) + len(p.tests))[:DEMO_SIZE]
+    seen = {p.id for p in problems}
+    for tier in sorted(d for d in Path(source_dir).iterdir() if d.is_dir()):
+        rows = load_sources(tier)
+        if clash := sorted(seen & {p.id for p in rows}):
+            raise DataError(f"{tier}: ids also used elsewhere in {source_dir}: {clash}")
+        seen |= {p.id for p in rows}
+        for split, tier_rows in split_every(rows, TIER_EVAL_EVERY).items():
+            splits[f"{tier.name}-{split}"] = tier_rows
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():
         write_lines(out_dir / f"{name}.jsonl", (json.dumps(p.to_dict()) for p in rows))

@@ -10,10 +10,10 @@ import pytest
 from rust_grpo.evaluation.learning import (
     easiest,
     learning_report,
-    mark_argless,
     mean_interval,
     plot_learning,
     stage_metrics,
+    tier_metrics,
     weighted_reward,
     wilson_interval,
 )
@@ -74,6 +74,16 @@ def test_stage_metrics_schema_and_rates() -> None:
     assert lo < 0.5 < hi
 
 
+def test_tier_metrics_keep_each_tiers_records_apart() -> None:
+    easy = [{**record(True, True, True), "problem_id": "add"}] * 3
+    hard = [{**record(True, False, False), "problem_id": "dijkstra"}] * 5
+    tiers = tier_metrics(easy + hard, {"core": ["dijkstra"], "basics": ["add", "missing"]}, WEIGHTS)
+    assert list(tiers) == ["core", "basics"]
+    assert (tiers["core"]["n"], tiers["core"]["hidden_pass"]) == (5, 0.0)
+    assert (tiers["basics"]["n"], tiers["basics"]["hidden_pass"]) == (3, 1.0)
+    assert stage_metrics(easy + hard, WEIGHTS)["hidden_pass"] == pytest.approx(3 / 8)  # the mix hides both
+
+
 def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
     stage = stage_metrics([record(True, True, False)] * 3 + [record(False, False, False)], WEIGHTS)
     report = learning_report("pypi:x", 2, {"base": stage, "sft": stage, "grpo": stage})
@@ -87,6 +97,9 @@ def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def
     ]
     out = plot_learning(report, steps, tmp_path / "learning.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    tiered = {s: {**stage, "tiers": {"core": stage, "basics": stage}} for s in ("base", "sft", "grpo")}
+    wide = plot_learning(learning_report("m", 2, tiered), steps, tmp_path / "tiers.png")
+    assert wide.stat().st_size > out.stat().st_size  # two more panels
 
 
 def test_easiest_is_shortest_solutions_deterministically() -> None:
@@ -94,23 +107,17 @@ def test_easiest_is_shortest_solutions_deterministically() -> None:
     assert [p.id for p in easiest(problems, 3)] == ["c", "a", "b"]
 
 
-def test_argless_builds_per_stage_counts_builds_whose_asked_function_ignores_its_arguments() -> None:
-    """Three builds of gray_code (a stub, a real body) and one that does not build: the stage's
-    argless_builds is the stub's share of the builds, and a stub that does not build is not counted."""
-    tests = "#[test]\nfn case_1() { assert_eq!(gray_code(2), vec![0, 1, 3, 2]); }\n"
-    problem = Problem(id="gray", prompt="Gray code.", tests=tests)
-    stub = "```rust\npub fn gray_code(n: u32) -> Vec<u32> { Vec::new() }\n```"
-    real = "```rust\npub fn gray_code(n: u32) -> Vec<u32> { (0..1u32 << n).map(|i| i ^ (i >> 1)).collect() }\n```"
+def test_argless_builds_per_stage_is_the_share_of_builds_marked_argless() -> None:
+    """Two argless builds and a real one, and an argless record that does not build (a scoring
+    record never marks one; counted only among builds if it did): the share of the builds."""
     records = [
         record(True, True, False),
         record(True, True, True),
         record(True, True, False),
         record(True, False, False),
     ]
-    for r in records:
-        r["problem_id"] = "gray"
-    mark_argless(records, [stub, real, stub, stub], {"gray": problem})
-    assert [r["argless"] for r in records] == [True, False, True, False]
+    for r, argless in zip(records, [True, False, True, True]):
+        r["argless"] = argless
     m = stage_metrics(records, WEIGHTS)
     assert m["argless_builds"] == pytest.approx(2 / 3, abs=1e-4)
     assert m["argless_builds_ci"][0] < 2 / 3 < m["argless_builds_ci"][1]

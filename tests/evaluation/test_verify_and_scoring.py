@@ -10,7 +10,7 @@ from rust_grpo.evaluation.passk import pass_at_k
 from rust_grpo.evaluation.report import compare
 from rust_grpo.evaluation.scoring import Completion, score_completions, summarize
 from rust_grpo.evaluation.verify import verify_problems
-from rust_grpo.problems.schema import load_problems
+from rust_grpo.problems.schema import Problem, load_problems
 
 from ..conftest import ROOT
 
@@ -25,9 +25,12 @@ def run_cli(*args, cwd=ROOT):
 
 @pytest.mark.slow
 def test_every_shipped_reference_passes_and_every_stub_fails():
-    proc = run_cli("data", "verify", "data/train.jsonl", "data/eval.jsonl")
+    proc = run_cli(
+        "data", "verify", "data/train.jsonl", "data/eval.jsonl", "data/basics-train.jsonl", "data/basics-eval.jsonl"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "164/164 problems verified" in proc.stdout and "41/41 problems verified" in proc.stdout
+    for verified in ("164/164", "41/41", "34/34", "16/16"):
+        assert f"{verified} problems verified" in proc.stdout
 
 
 def test_verify_catches_broken_references_and_tests_that_test_nothing(grader, tmp_path):
@@ -106,9 +109,26 @@ def test_score_summary_and_report_files(grader, tmp_path):
     records = score_completions(completions, problems, grader)
     assert [r["hidden_pass"] for r in records] == [True, False, False, True]
     assert [r["status"] for r in records] == ["ok", "no_code", "compile_error", "ok"]
+    assert [r["argless"] for r in records] == [False] * 4
     summary = summarize(records)
     assert summary["hidden"]["pass@1"] == pytest.approx(0.5) and summary["hidden"]["pass@4"] == 1.0
     assert summary["rates"]["build"] == 0.5 and summary["per_problem"][pid]["hidden_pass"] == 2
+
+
+def test_a_score_record_says_whether_a_build_ignores_its_arguments(grader):
+    """gray_code answered by `Vec::new()` builds and names no parameter: argless; the real body and
+    a stub that does not build are not (argless_builds counts builds)."""
+    tests = "#[test]\nfn case_1() { assert_eq!(gray_code(2), vec![0, 1, 3, 2]); }\n"
+    problem = Problem(id="gray", prompt="Gray code.", signature="pub fn gray_code(n: u32) -> Vec<u32>", tests=tests)
+    answers = [
+        "pub fn gray_code(n: u32) -> Vec<u32> { Vec::new() }",
+        "pub fn gray_code(n: u32) -> Vec<u32> { (0..1u32 << n).map(|i| i ^ (i >> 1)).collect() }",
+        "pub fn gray_code(n: u32) -> Vec<u32> { Vec::new( }",
+    ]
+    completions = [Completion("gray", f"<think>t</think>\n```rust\n{a}\n```", i) for i, a in enumerate(answers)]
+    records = score_completions(completions, {"gray": problem}, grader)
+    assert [r["build_ok"] for r in records] == [True, True, False]
+    assert [r["argless"] for r in records] == [True, False, False]
 
 
 def test_score_cli_writes_json_markdown_and_png_and_compare_reads_them(tmp_path):

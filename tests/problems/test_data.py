@@ -102,6 +102,24 @@ def test_shipped_problem_set_is_large_complete_and_built_from_its_sources(tmp_pa
     assert not train_ids & {p.id for p in load_problems(str(ROOT / "data" / "eval.jsonl"))}
 
 
+def test_a_tier_folder_builds_its_own_split_and_leaves_the_main_one_alone(tmp_path):
+    counts = build_dataset(ROOT / "data" / "source", tmp_path)
+    assert (counts["basics-train"], counts["basics-eval"]) == (34, 16)  # every third held out
+    for split in ("basics-train", "basics-eval"):
+        assert (tmp_path / f"{split}.jsonl").read_text() == (ROOT / "data" / f"{split}.jsonl").read_text(), (
+            f"data/{split}.jsonl is stale: run `rust-grpo data build`"
+        )
+    basics = load_sources(ROOT / "data" / "source" / "basics")
+    assert all(len(re.findall(r"\bassert(?:_eq|_ne)?!", p.tests)) >= 4 for p in basics)
+    assert not {p.id for p in basics} & {p.id for p in load_sources(ROOT / "data" / "source")}
+    source = tmp_path / "source"
+    (source / "extra").mkdir(parents=True)
+    (source / "main.rsp").write_text((ROOT / "data" / "source" / "numbers.rsp").read_text())
+    (source / "extra" / "dup.rsp").write_text("=== digit_sum\nSum.\n--- signature\nx\n--- solution\ny\n--- tests\nz\n")
+    with pytest.raises(DataError, match=r"extra: ids also used elsewhere .*\['digit_sum'\]"):
+        build_dataset(source, tmp_path / "out")
+
+
 def test_render_tests_splits_one_line_asserts_and_keeps_stateful_blocks():
     assert render_tests("assert!(a());\nassert!(b());").count("#[test]") == 2
     assert render_tests("let x = 1;\nassert_eq!(x, 1);").count("#[test]") == 1

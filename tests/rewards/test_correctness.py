@@ -151,13 +151,18 @@ def test_build_is_a_gate_a_stub_earns_build_but_not_gated_build(grader):
     stub = "pub fn square(x: i64) -> i64 { 0 }"
     half = "pub fn square(x: i64) -> i64 { if x < 0 { 0 } else { x * x } }"
     right = "pub fn square(x: i64) -> i64 { x * x }"
+    named = "pub fn square(x: i64) -> i64 { let _ = x; 0 }"  # names its argument, still a stub
+    answers = (stub, half, right, named)
     context = RewardContext(grader)
-    rows = job_columns([None] * 3)
-    rows["tests"] = [tests] * 3
-    table = [reward_values(e, 2) for e in context.evaluate([fenced(c) for c in (stub, half, right)], rows)]
-    assert [t["build"] for t in table] == [1.0, 1.0, 1.0]
-    assert [t["gated_build"] for t in table] == [0.0, 1.0, 1.0]
-    assert [t["all_hidden"] for t in table] == [0.0, 0.0, 1.0]
-    assert [ignores_arguments(c, tests) for c in (stub, half, right)] == [True, False, False]
-    assert [t["build_using_args"] for t in table] == [0.0, 1.0, 1.0]
+    rows = job_columns([None] * len(answers))
+    rows["tests"] = [tests] * len(answers)
+    table = [reward_values(e, 2) for e in context.evaluate([fenced(c) for c in answers], rows)]
+    assert [t["build"] for t in table] == [1.0, 1.0, 1.0, 1.0]
+    assert [t["gated_build"] for t in table] == [0.0, 1.0, 1.0, 0.0]
+    assert [t["all_hidden"] for t in table] == [0.0, 0.0, 1.0, 0.0]
+    assert [ignores_arguments(c, tests) for c in answers] == [True, False, False, False]
+    # the documented limit of build_using_args: naming an argument earns it, never more than build;
+    # gated_build (a hidden test must pass) is what a named-argument stub cannot reach
+    assert [t["build_using_args"] for t in table] == [0.0, 1.0, 1.0, 1.0]
+    assert all(t["build_using_args"] <= t["build"] for t in table)
     assert REWARD_NAMES[-3:] == ("gated_build", "all_hidden", "build_using_args")
