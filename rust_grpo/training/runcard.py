@@ -32,6 +32,9 @@ def run_card(cfg: RunConfig, out: Path) -> str:
     )
     head, tail = steps[: max(1, len(steps) // 4)], steps[-max(1, len(steps) // 4) :]
     weights = ", ".join(f"{name} {w:g}" for name, w in cfg.reward.weights.items() if w)
+    sources = ", ".join(
+        f"`{spec}`" for spec in ([cfg.data.train] if isinstance(cfg.data.train, str) else cfg.data.train)
+    )
     model = "a tiny random Qwen2 built offline (`model.tiny`)" if cfg.model.tiny else f"`{cfg.model.name_or_path}`"
     lines = [
         "---",
@@ -43,7 +46,7 @@ def run_card(cfg: RunConfig, out: Path) -> str:
         "",
         f"- base model: {model}"
         + (f", SFT cold start of {cfg.model.warm_start_steps} steps" if cfg.model.warm_start_steps else ""),
-        f"- training problems: `{cfg.data.train}`; rewards from sandboxed builds, clippy and tests",
+        f"- training problems: {sources}; rewards from sandboxed builds, clippy and tests",
         f"- reward weights: {weights}",
         f"- GRPO: {len(steps)} logged steps, {cfg.train.num_generations} completions a prompt, "
         f"learning rate {cfg.train.learning_rate:g}, "
