@@ -121,6 +121,10 @@ class DataConfig:
         except DataError as exc:
             raise ConfigError(f'{exc} (or "all")') from None
 
+    def train_files(self) -> list[str]:
+        """``train`` as a list: one source, or the several a config names."""
+        return [self.train] if isinstance(self.train, str) else list(self.train)
+
     def problems(self) -> list[Problem]:
         """The training problems this section selects (files, split, length cap, shuffle, row cap)."""
         import random
@@ -133,7 +137,7 @@ class DataConfig:
             )
         problems = [
             p
-            for spec in self.train
+            for spec in self.train_files()
             for p in load_problems(spec, self.split, max_solution_chars=self.max_solution_chars)
         ]
         seen: set[str] = set()

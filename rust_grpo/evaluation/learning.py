@@ -101,9 +101,10 @@ def tier_metrics(
 ) -> dict[str, dict[str, Any]]:
     """:func:`stage_metrics` of each tier's records (``tiers``: name -> its problem ids), so a gain on
     easy problems is never read as a gain on the hard ones."""
+    members = {name: set(ids) for name, ids in tiers.items()}  # one set per tier, not one per record
     return {
-        name: stage_metrics([r for r in records if r.get("problem_id") in set(ids)], weights)
-        for name, ids in tiers.items()
+        name: stage_metrics([r for r in records if r.get("problem_id") in ids], weights)
+        for name, ids in members.items()
     }
 
 

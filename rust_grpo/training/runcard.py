@@ -32,9 +32,7 @@ def run_card(cfg: RunConfig, out: Path) -> str:
     )
     head, tail = steps[: max(1, len(steps) // 4)], steps[-max(1, len(steps) // 4) :]
     weights = ", ".join(f"{name} {w:g}" for name, w in cfg.reward.weights.items() if w)
-    sources = ", ".join(
-        f"`{spec}`" for spec in ([cfg.data.train] if isinstance(cfg.data.train, str) else cfg.data.train)
-    )
+    sources = ", ".join(f"`{spec}`" for spec in cfg.data.train_files())
     model = "a tiny random Qwen2 built offline (`model.tiny`)" if cfg.model.tiny else f"`{cfg.model.name_or_path}`"
     lines = [
         "---",
