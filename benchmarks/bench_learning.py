@@ -1,11 +1,12 @@
 """Does a real pretrained model get better at Rust? SmolLM2-135M-Instruct (GGUF from PyPI) is scored
-on held-out problems three times, with the same sampling settings and seed: as it comes (base),
-after a brief supervised cold start on reference answers (sft), and after GRPO with sandboxed
-rewards on top of that (grpo). The held-out problems are the easiest of data/eval.jsonl (the core
+on held-out problems after each stage, with the same sampling settings and seed: as it comes (base),
+after a brief supervised cold start on reference answers (sft), after rejection-sampling
+fine-tuning on its own verified answers when the config has an RFT stage (rft), and after GRPO
+with sandboxed rewards on top of that (grpo). The held-out problems are the easiest of data/eval.jsonl (the core
 tier) and the basics tier's held-out third (data/basics-eval.jsonl, one-liners), which no stage
 trains on; every figure is given for both together and for each tier apart.
 
-Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}, each
+Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", ["rft",] "grpo"}}, each
 stage {"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"} with 95%
 intervals in "<name>_ci", and the same per tier under "tiers"; argless_builds is the share of builds
 that use none of their arguments),
@@ -50,7 +51,7 @@ def score_stage(
 
     start = time.monotonic()
     settings = SamplingSettings(
-        samples=args.samples,
+        samples=args.base_samples if name == "base" else args.samples,
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,
         top_p=0.95,
@@ -81,10 +82,18 @@ def main() -> int:
         help="NAME=FILE: every problem of FILE held out too, reported as its own tier (default basics=data/basics-eval.jsonl;"
         " --tier none for the core tier alone)",
     )
-    parser.add_argument("--samples", type=int, default=8, help="samples per held-out problem and stage")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=16,
+        help="samples per held-out problem and stage (16: 512 a stage, narrow intervals)",
+    )
+    parser.add_argument("--base-samples", type=int, default=4, help="the same for the base model (it never answers)")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.8)
-    parser.add_argument("--batch-problems", type=int, default=4)
+    parser.add_argument(
+        "--batch-problems", type=int, default=2, help="problems per generate call (x samples sequences)"
+    )
     parser.add_argument("--grpo-steps", type=int, default=0, help="0 = the config's train.max_steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -107,6 +116,7 @@ def main() -> int:
     started = time.monotonic()
 
     from rust_grpo.models import resolve_model
+    from rust_grpo.training.rft import rft_policy
     from rust_grpo.training.train import resolve_model_path, train
 
     fmt = cfg.data.format()
@@ -133,8 +143,11 @@ def main() -> int:
     stages["base"] = score_stage("base", base, None, heldout, tiers, args, cfg)
     sft = resolve_model_path(cfg.model, train_problems, fmt)  # the cold start, cached: train() reuses it
     stages["sft"] = score_stage("sft", sft, None, heldout, tiers, args, cfg)
+    policy = rft_policy(sft, cfg, train_problems)  # sft itself without an RFT stage; cached: train() reuses it
+    if policy != sft:
+        stages["rft"] = score_stage("rft", policy, None, heldout, tiers, args, cfg)
     final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
-    stages["grpo"] = score_stage("grpo", sft, str(final), heldout, tiers, args, cfg)
+    stages["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
 
     steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]
     report = learning_report(
@@ -145,6 +158,7 @@ def main() -> int:
         tiers=tiers,
         sampling={
             "samples": args.samples,
+            "base_samples": args.base_samples,
             "max_new_tokens": args.max_new_tokens,
             "temperature": args.temperature,
             "top_p": 0.95,
@@ -160,11 +174,12 @@ def main() -> int:
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
     plot_learning(report, steps, args.out / "learning.png")
     gain = float(stages["grpo"]["build"]) - float(stages["sft"]["build"])  # type: ignore[arg-type]
-    print(f"\nheld-out ({len(heldout)} problems x {args.samples}), base -> sft -> grpo ({len(steps)} steps):")
+    names = list(report["stages"])
+    print(f"\nheld-out ({len(heldout)} problems x {args.samples}), {' -> '.join(names)} ({len(steps)} GRPO steps):")
     for key in ("format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"):
-        print(f"  {key:<12} " + " -> ".join(f"{stages[s][key]:.3f}" for s in ("base", "sft", "grpo")))
+        print(f"  {key:<12} " + " -> ".join(f"{stages[s][key]:.3f}" for s in names))
     for tier_name in tiers:
-        by_stage = [stages[s]["tiers"][tier_name] for s in ("base", "sft", "grpo")]  # type: ignore[index]
+        by_stage = [stages[s]["tiers"][tier_name] for s in names]  # type: ignore[index]
         for key in ("build", "hidden_pass", "hidden_share"):
             print(f"  {tier_name + ' ' + key:<20} " + " -> ".join(f"{m[key]:.3f}" for m in by_stage))
     print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {report['wall_s']} s in all")

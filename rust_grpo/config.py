@@ -353,6 +353,31 @@ class RepairConfig:
 
 
 @dataclass
+class RftConfig:
+    samples: int = _f(
+        0,
+        "Rejection-sampling fine-tuning before GRPO: completions sampled per training problem from the"
+        " cold-started policy (0 = no RFT stage). Those that pass every hidden test are trained on.",
+    )
+    train: list[str] = _f(
+        [], "Sample only the problems of these files (each one of data.train); [] = every training problem."
+    )
+    temperature: float = _f(1.0, "Sampling temperature of the RFT draws.")
+    max_new_tokens: int = _f(128, "Longest RFT completion, in tokens.")
+    max_per_problem: int = _f(
+        4, "Distinct verified answers kept per problem, so that the easy problems do not fill the RFT set."
+    )
+    epochs: float = _f(2.0, "Passes over the verified answers (all weights, batch 4).")
+    learning_rate: float = _f(1e-4, "Learning rate of the RFT steps.")
+
+    def __post_init__(self) -> None:
+        if self.samples < 0 or self.max_per_problem < 1 or self.epochs <= 0 or self.max_new_tokens < 1:
+            raise ConfigError(
+                "rft.samples must be >= 0, rft.max_per_problem >= 1, rft.epochs > 0 and rft.max_new_tokens >= 1"
+            )
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     lora: LoraSettings = field(default_factory=LoraSettings)
@@ -361,6 +386,7 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     vllm: VllmConfig = field(default_factory=VllmConfig)
     repair: RepairConfig = field(default_factory=RepairConfig)
+    rft: RftConfig = field(default_factory=RftConfig)
     trl: dict[str, Any] = field(default_factory=dict)  # any other GRPOConfig field, passed through as is
 
     def __post_init__(self) -> None:
@@ -368,6 +394,11 @@ class RunConfig:
             raise ConfigError(
                 "data.canary_share cannot be combined with repair.enabled: repair episodes find a row's hidden tests"
                 " by its prompt, and a canary shares its prompt with the problem it copies"
+            )
+        if strays := [f for f in self.rft.train if f not in self.data.train_files()]:
+            raise ConfigError(
+                f"rft.train names {strays}, not files of data.train {self.data.train_files()}: RFT samples training"
+                " problems only"
             )
 
     def to_dict(self) -> dict[str, Any]:

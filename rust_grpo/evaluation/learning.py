@@ -16,7 +16,8 @@ from typing import Any
 from ..problems.schema import Problem
 
 Z95 = 1.959963984540054
-STAGES = ("base", "sft", "grpo")
+STAGES = ("base", "sft", "rft", "grpo")  # in training order; rft only when the run has that stage
+REQUIRED_STAGES = ("base", "sft", "grpo")
 RATES = {"format": "format_ok", "build": "build_ok", "hidden_pass": "hidden_pass"}
 PLOTTED = (*RATES, "hidden_share")  # the rates, and the mean share of hidden tests passed
 
@@ -109,11 +110,12 @@ def tier_metrics(
 
 
 def learning_report(model: str, grpo_steps: int, stages: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    """The benchmark's JSON: ``{"model", "grpo_steps", "stages": {"base", "sft", "grpo"}}`` (+ extra keys)."""
-    missing = [s for s in STAGES if s not in stages]
-    if missing:
-        raise ValueError(f"stages missing: {missing}")
-    return {"model": model, "grpo_steps": grpo_steps, "stages": {s: stages[s] for s in STAGES}, **extra}
+    """The benchmark's JSON: ``{"model", "grpo_steps", "stages": {"base", "sft", ["rft",] "grpo"}}`` (+ extra keys)."""
+    missing = [s for s in REQUIRED_STAGES if s not in stages]
+    unknown = [s for s in stages if s not in STAGES]
+    if missing or unknown:
+        raise ValueError(f"stages missing: {missing}, unknown: {unknown}")
+    return {"model": model, "grpo_steps": grpo_steps, "stages": {s: stages[s] for s in STAGES if s in stages}, **extra}
 
 
 def easiest(problems: Sequence[Problem], k: int) -> list[Problem]:
@@ -124,10 +126,9 @@ def easiest(problems: Sequence[Problem], k: int) -> list[Problem]:
 
 def _stage_bars(ax: Any, stages: dict[str, dict[str, Any]], names: Sequence[str], title: str) -> None:
     """Grouped bars, one group per metric and one bar per stage, with their 95% intervals."""
-    width = 0.26
-    for i, stage in enumerate(STAGES):
-        m = stages[stage]
-        xs = [j + (i - 1) * width for j in range(len(names))]
+    width = 0.8 / len(stages)
+    for i, (stage, m) in enumerate(stages.items()):
+        xs = [j + (i - (len(stages) - 1) / 2) * width for j in range(len(names))]
         ys = [m[name] for name in names]
         errs = [
             [max(0.0, y - m[f"{name}_ci"][0]) for name, y in zip(names, ys)],
@@ -151,14 +152,14 @@ def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: 
     import matplotlib.pyplot as plt
 
     stages = report["stages"]
-    tiers = list(stages[STAGES[0]].get("tiers", {}))
+    tiers = list(stages["base"].get("tiers", {}))
     fig, axes = plt.subplots(1, 2 + len(tiers), figsize=(6 * (2 + len(tiers)), 4.5))
     left, right = axes[0], axes[-1]
-    names = [name for name in PLOTTED if name in stages[STAGES[0]]]  # reports from before hidden_share lack it
+    names = [name for name in PLOTTED if name in stages["base"]]  # reports from before hidden_share lack it
     _stage_bars(left, stages, names, f"{report['model']}: held-out, 95% intervals")
     left.set_ylabel("rate on held-out problems")
     for ax, tier in zip(axes[1:-1], tiers):
-        by_stage = {s: stages[s]["tiers"][tier] for s in STAGES}
+        by_stage = {s: m["tiers"][tier] for s, m in stages.items()}
         _stage_bars(ax, by_stage, ["build", "hidden_pass", "hidden_share"], f"tier {tier}")
     xs = [int(r.get("step", i + 1)) for i, r in enumerate(steps)]
     mean = [float(r.get("reward", 0.0)) for r in steps]

@@ -42,9 +42,11 @@ def warm_start(
     seed: int = 0,
     negatives: int = 2048,
     with_tests: bool = True,
+    answers: list[str] | None = None,
 ) -> Path:
-    """Fine-tune ``model_dir`` (all weights) on reference answers; the loss covers answer tokens only.
-    ``negatives`` > 0 uses a sampled softmax (see below); 0 the exact one (small vocabularies)."""
+    """Fine-tune ``model_dir`` (all weights) on reference answers, or on ``answers`` (one per problem,
+    already in ``fmt``: the verified samples of rejection-sampling fine-tuning); the loss covers answer
+    tokens only. ``negatives`` > 0 uses a sampled softmax (see below); 0 the exact one."""
     import torch
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -55,13 +57,14 @@ def warm_start(
     rng = random.Random(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    if answers is not None and len(answers) != len(problems):
+        raise ValueError(f"{len(answers)} answers for {len(problems)} problems")
+    texts = answers if answers is not None else [reference_answer(p, fmt, with_tests) for p in problems]
     examples = []
-    for p in problems:
+    for p, text in zip(problems, texts):
         prompt = tokenizer.apply_chat_template(chat_prompt(p, fmt), tokenize=False, add_generation_prompt=True)
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        answer_ids = tokenizer(reference_answer(p, fmt, with_tests) + tokenizer.eos_token, add_special_tokens=False)[
-            "input_ids"
-        ]
+        answer_ids = tokenizer(text + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
         examples.append((prompt_ids, answer_ids))
     # A full 151k-way softmax per token costs ~1.4 s a step on two cores. A sampled softmax is
     # enough here: the answers' own tokens plus fresh random negatives each step, the negatives'

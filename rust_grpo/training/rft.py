@@ -1,0 +1,129 @@
+"""Rejection-sampling fine-tuning (RFT): train on the policy's own answers that pass every hidden test.
+
+GRPO pays a rare right answer only relative to its group, one step at a time. RFT (Yuan et al. 2023,
+"expert iteration") samples many answers per training problem at once from the cold-started
+policy, keeps those the sandbox verifies (every hidden test passes, answer format intact), and fine-
+tunes on them: the model's own correct phrasings, which it can reproduce, rather than reference
+solutions it cannot. GRPO then starts from that policy. Only training problems are sampled (the
+config refuses files outside ``data.train``) and only the sandbox's verdict selects an answer, so
+the stage has the same integrity as the reward: a completion that fools the tests would be trained
+on here as it would be paid there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
+    from ..problems.schema import Problem
+
+log = logging.getLogger("rust_grpo")
+
+
+def verified_answers(records: list[dict[str, Any]], texts: list[str], max_per_problem: int) -> list[tuple[str, str]]:
+    """``(problem_id, text)`` for each graded completion that is in format and passes every hidden test,
+    at most ``max_per_problem`` distinct ones (whitespace aside) per problem, in sampling order."""
+    kept: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    per_problem: dict[str, int] = {}
+    for record, text in zip(records, texts, strict=True):
+        pid = record["problem_id"]
+        key = (pid, " ".join(text.split()))
+        if not (record["format_ok"] and record["hidden_pass"]) or key in seen:
+            continue
+        if per_problem.get(pid, 0) >= max_per_problem:
+            continue
+        seen.add(key)
+        per_problem[pid] = per_problem.get(pid, 0) + 1
+        kept.append((pid, text))
+    return kept
+
+
+def rft_problems(cfg: RunConfig, problems: list[Problem]) -> list[Problem]:
+    """The training problems RFT samples: all of ``problems``, or those from the files ``rft.train`` names."""
+    if not cfg.rft.train:
+        return list(problems)
+    from ..problems.schema import load_problems
+
+    d = cfg.data
+    wanted = {
+        p.id for spec in cfg.rft.train for p in load_problems(spec, d.split, max_solution_chars=d.max_solution_chars)
+    }
+    return [p for p in problems if p.id in wanted]
+
+
+def rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
+    """``policy`` fine-tuned on its own verified answers to ``problems`` (see the module doc), cached
+    by content so that training and the learning benchmark share it; ``policy`` itself when
+    ``rft.samples`` is 0 or no answer passes."""
+    if not cfg.rft.samples:
+        return policy
+    from ..models import default_cache_dir
+
+    r, fmt = cfg.rft, cfg.data.format()
+    chosen = rft_problems(cfg, problems)
+    key = [policy, sorted(p.id for p in chosen), fmt.name, fmt.system_prompt, cfg.train.seed, json.dumps(vars(r))]
+    out = default_cache_dir() / f"rft-{Path(policy).name}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]}"
+    if (out / "config.json").exists():
+        log.info("reusing the RFT policy in %s", out)
+        return str(out)
+    if (out / "none-passed").exists():
+        return policy
+    answers = sample_verified(policy, cfg, chosen)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "answers.jsonl", "w", encoding="utf-8") as fh:  # what was trained on, for inspection
+        for pid, text in answers:
+            fh.write(json.dumps({"problem_id": pid, "completion": text}) + "\n")
+    if not answers:
+        log.warning("RFT: no sampled answer passed every hidden test; GRPO starts from the cold-started policy")
+        (out / "none-passed").touch()
+        return policy
+    from .warmstart import warm_start
+
+    by_id = {p.id: p for p in chosen}
+    steps = max(1, math.ceil(r.epochs * len(answers) / 4))
+    log.info("RFT: %d steps on %d verified answers to %d problems", steps, len(answers), len({a for a, _ in answers}))
+    warm_start(
+        Path(policy),
+        [by_id[pid] for pid, _ in answers],
+        fmt,
+        out,
+        steps=steps,
+        lr=r.learning_rate,
+        seed=cfg.train.seed,
+        negatives=0,
+        answers=[text for _, text in answers],
+    )
+    return str(out)
+
+
+def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> list[tuple[str, str]]:
+    """Sample ``rft.samples`` answers per problem, grade them in the sandbox, keep the verified ones."""
+    from reward_sandbox import open_grader
+
+    from ..evaluation.sampling import SamplingSettings, generate_hf
+    from ..evaluation.scoring import score_completions
+
+    r = cfg.rft
+    settings = SamplingSettings(
+        samples=r.samples, max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=1.0, seed=cfg.train.seed
+    )
+    completions = generate_hf(policy, problems, settings, cfg.data.format())
+    with open_grader(cfg.reward.sandbox_settings()) as grader:
+        records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward.min_tests)
+    answers = verified_answers(records, [c.text for c in completions], r.max_per_problem)
+    passed = sum(bool(x["hidden_pass"]) for x in records)
+    log.info(
+        "RFT: %d of %d sampled answers pass every hidden test; %d distinct kept (at most %d a problem)",
+        passed,
+        len(records),
+        len(answers),
+        r.max_per_problem,
+    )
+    return answers

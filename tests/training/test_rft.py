@@ -1,0 +1,67 @@
+"""Rejection-sampling fine-tuning (rust_grpo/training/rft.py): only sandbox-verified answers to
+training problems are trained on."""
+
+from __future__ import annotations
+
+import pytest
+
+from rust_grpo.config import ConfigError, load_config
+from rust_grpo.training.rft import verified_answers
+
+
+def record(pid: str, hidden_pass: bool, format_ok: bool = True) -> dict[str, object]:
+    return {"problem_id": pid, "hidden_pass": hidden_pass, "format_ok": format_ok}
+
+
+def test_only_answers_passing_every_hidden_test_in_format_are_kept_distinct_and_capped() -> None:
+    records = [
+        record("a", True),
+        record("a", True),  # the same answer again, up to whitespace
+        record("a", False),  # fails a hidden test
+        record("a", True, format_ok=False),  # passes, but outside the answer format
+        record("a", True),
+        record("a", True),  # a third distinct passing answer: over the cap of 2
+        record("b", True),
+    ]
+    texts = ["x + 1", "x  +\n1", "x + 2", "x + 1 ", "1 + x", "x - -1", "y"]
+    assert verified_answers(records, texts, max_per_problem=2) == [("a", "x + 1"), ("a", "1 + x"), ("b", "y")]
+
+
+def test_rft_samples_training_files_only() -> None:
+    with pytest.raises(ConfigError, match=r"rft.train names \['data/eval.jsonl'\], not files of data.train"):
+        load_config("smollm-cpu", ['rft.train=["data/eval.jsonl"]'])
+    with pytest.raises(ConfigError, match=r"rft\.samples must be >= 0"):
+        load_config("smollm-cpu", ["rft.samples=-1"])
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_rft_fine_tunes_on_sandbox_verified_samples_and_is_cached(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The warm-started tiny model answers the demo problems right some of the time: RFT samples it,
+    the real sandbox grades every sample, and the policy is fine-tuned on the verified ones only."""
+    import json
+    from pathlib import Path
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rust_grpo.training.rft import rft_policy
+    from rust_grpo.training.train import resolve_model_path
+
+    cfg = load_config("tiny-cpu", ["rft.samples=4", "rft.max_per_problem=2", "rft.max_new_tokens=224"])
+    problems = cfg.data.problems()[:4]
+    policy = resolve_model_path(cfg.model, problems, cfg.data.format())  # the shared cache: built once
+    assert rft_policy(policy, load_config("tiny-cpu"), problems) == policy  # rft.samples = 0: no stage
+    monkeypatch.setenv("RUST_GRPO_CACHE", str(tmp_path / "cache"))
+    out = rft_policy(policy, cfg, problems)
+    assert out != policy
+    kept = [json.loads(line) for line in (Path(out) / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert kept, "the warm-started tiny model should pass some demo problem's hidden tests"
+    ids = [k["problem_id"] for k in kept]
+    assert set(ids) <= {p.id for p in problems} and max(ids.count(i) for i in ids) <= 2
+    before = AutoModelForCausalLM.from_pretrained(policy).model.embed_tokens.weight
+    after = AutoModelForCausalLM.from_pretrained(out).model.embed_tokens.weight
+    assert not torch.equal(before, after)
+    stamps = [(Path(out) / name).stat().st_mtime_ns for name in ("config.json", "answers.jsonl")]
+    assert rft_policy(policy, cfg, problems) == out  # cached: no second sampling or training
+    assert [(Path(out) / name).stat().st_mtime_ns for name in ("config.json", "answers.jsonl")] == stamps
