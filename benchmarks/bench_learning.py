@@ -130,6 +130,8 @@ def main() -> int:
         if not sep or not tier_name or not path or tier_name in tiers:
             raise SystemExit(f"--tier {spec!r}: expected a new NAME=FILE")
         rows = load_problems(path)
+        if twice := sorted({p.id for p in rows} & {p.id for p in heldout}):
+            raise SystemExit(f"--tier {spec!r}: problems already held out in another tier: {twice[:5]}")
         tiers[tier_name] = [p.id for p in rows]
         heldout += rows
     train_problems = cfg.data.problems()

@@ -64,25 +64,40 @@ def rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
     ``rft.samples`` is 0 or no answer passes."""
     if not cfg.rft.samples:
         return policy
+    from .tiny import cache_lock
+
+    with cache_lock():  # N ranks of one launch sample and train once: the others wait, then reuse it
+        return _rft_policy(policy, cfg, problems)
+
+
+def _weights_stamp(policy: str) -> list[list[object]]:
+    """Name, size and mtime of the policy's weight files: a model retrained in place is a new key."""
+    files = sorted(Path(policy).glob("*.safetensors")) + sorted(Path(policy).glob("*.bin"))
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+
+
+def _rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
     from ..models import default_cache_dir
 
     r, fmt = cfg.rft, cfg.data.format()
     chosen = rft_problems(cfg, problems)
-    key = [policy, sorted(p.id for p in chosen), fmt.name, fmt.system_prompt, cfg.train.seed, json.dumps(vars(r))]
+    key: list[object] = [policy, _weights_stamp(policy), sorted(p.id for p in chosen), fmt.name, fmt.system_prompt]
+    key += [cfg.train.seed, json.dumps(vars(r))]
     out = default_cache_dir() / f"rft-{Path(policy).name}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]}"
     if (out / "config.json").exists():
         log.info("reusing the RFT policy in %s", out)
         return str(out)
     if (out / "none-passed").exists():
         return policy
-    answers = sample_verified(policy, cfg, chosen)
+    answers, sandbox_errors = sample_verified(policy, cfg, chosen)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "answers.jsonl", "w", encoding="utf-8") as fh:  # what was trained on, for inspection
         for pid, text in answers:
             fh.write(json.dumps({"problem_id": pid, "completion": text}) + "\n")
     if not answers:
         log.warning("RFT: no sampled answer passed every hidden test; GRPO starts from the cold-started policy")
-        (out / "none-passed").touch()
+        if not sandbox_errors:  # a sandbox fault is never cached as the model's failure
+            (out / "none-passed").touch()
         return policy
     from .warmstart import warm_start
 
@@ -103,8 +118,9 @@ def rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
     return str(out)
 
 
-def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> list[tuple[str, str]]:
-    """Sample ``rft.samples`` answers per problem, grade them in the sandbox, keep the verified ones."""
+def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> tuple[list[tuple[str, str]], int]:
+    """Sample ``rft.samples`` answers per problem, grade them in the sandbox, keep the verified ones;
+    also the number of samples the sandbox failed to grade (its own fault, never the answer's)."""
     from reward_sandbox import open_grader
 
     from ..evaluation.sampling import SamplingSettings, generate_hf
@@ -119,6 +135,7 @@ def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> lis
         records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward.min_tests)
     answers = verified_answers(records, [c.text for c in completions], r.max_per_problem)
     passed = sum(bool(x["hidden_pass"]) for x in records)
+    errors = sum(x["status"] == "sandbox_error" for x in records)
     log.info(
         "RFT: %d of %d sampled answers pass every hidden test; %d distinct kept (at most %d a problem)",
         passed,
@@ -126,4 +143,9 @@ def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> lis
         len(answers),
         r.max_per_problem,
     )
-    return answers
+    sent = [x for x in records if x["status"] != "no_code"]  # answers with code went to the sandbox
+    if sent and errors == len(sent):
+        raise RuntimeError(f"RFT: the sandbox graded none of the {len(sent)} answers it was sent ({sent[0]['reason']})")
+    if errors:
+        log.warning("RFT: the sandbox failed to grade %d of %d samples (sandbox_error)", errors, len(records))
+    return answers, errors

@@ -25,6 +25,17 @@ def _mean(rows: list[dict[str, Any]], key: str) -> str:
     return f"{sum(values) / len(values):.1%}" if values else "n/a"
 
 
+def _adapter_base(out: Path) -> str:
+    """The model the adapter was trained on (after the cold start and RFT, which live in the cache),
+    as PEFT recorded it; ``<base>`` for a run without an adapter."""
+    import json
+
+    try:
+        return str(json.loads((out / "final" / "adapter_config.json").read_text())["base_model_name_or_path"])
+    except (OSError, ValueError, KeyError):
+        return "<base>"
+
+
 def run_card(cfg: RunConfig, out: Path) -> str:
     """Markdown describing the run in ``out`` (its config and its logged training rates)."""
     steps = (
@@ -43,7 +54,8 @@ def run_card(cfg: RunConfig, out: Path) -> str:
         f"# {out.name}: a GRPO run of rust-grpo",
         "",
         f"- base model: {model}"
-        + (f", SFT cold start of {cfg.model.warm_start_steps} steps" if cfg.model.warm_start_steps else ""),
+        + (f", SFT cold start of {cfg.model.warm_start_steps} steps" if cfg.model.warm_start_steps else "")
+        + (f", RFT on its verified answers ({cfg.rft.samples} samples a problem)" if cfg.rft.samples else ""),
         f"- training problems: {sources}; rewards from sandboxed builds, clippy and tests",
         f"- reward weights: {weights}",
         f"- GRPO: {len(steps)} logged steps, {cfg.train.num_generations} completions a prompt, "
@@ -58,7 +70,7 @@ def run_card(cfg: RunConfig, out: Path) -> str:
         "|---|---|---|",
         *(f"| {name} | {_mean(head, key)} | {_mean(tail, key)} |" for name, key in SHOWN.items()),
         "",
-        f"Evaluate: `rust-grpo eval --model <base> --adapter {out / 'final'} --config {out / 'config.json'}`",
+        f"Evaluate: `rust-grpo eval --model {_adapter_base(out)} --adapter {out / 'final'} --config {out / 'config.json'}`",
         "",
     ]
     return "\n".join(lines)

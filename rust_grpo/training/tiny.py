@@ -131,11 +131,11 @@ def build_tiny_qwen2(output_dir: Path, hidden_size: int = 64, num_layers: int = 
 def tiny_policy(warm_start_steps: int, problems: list[Problem], fmt: AnswerFormat) -> Path:
     """The tiny offline Qwen2 (built once), warm-started on ``problems``' reference answers when
     ``warm_start_steps`` > 0; both are cached by content under :func:`default_cache_dir`."""
-    with _cache_lock():  # N ranks of one launch build it once: the others wait, then reuse it
+    with cache_lock():  # N ranks of one launch build it once: the others wait, then reuse it
         return _tiny_policy(warm_start_steps, problems, fmt)
 
 
-def _cache_lock() -> Any:
+def cache_lock() -> Any:
     """An exclusive ``flock`` on the cache directory (released when the process dies, too)."""
     import contextlib
     import fcntl

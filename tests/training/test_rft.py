@@ -65,3 +65,21 @@ def test_rft_fine_tunes_on_sandbox_verified_samples_and_is_cached(tmp_path, monk
     stamps = [(Path(out) / name).stat().st_mtime_ns for name in ("config.json", "answers.jsonl")]
     assert rft_policy(policy, cfg, problems) == out  # cached: no second sampling or training
     assert [(Path(out) / name).stat().st_mtime_ns for name in ("config.json", "answers.jsonl")] == stamps
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_a_sandbox_fault_during_rft_is_an_error_never_a_cached_none_passed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No reward server answers: RFT fails loudly and caches nothing, so the next run samples again
+    instead of starting GRPO from a policy that 'never passed'."""
+    from rust_grpo.training.rft import rft_policy
+    from rust_grpo.training.train import resolve_model_path
+
+    server = ['reward.server_url="http://127.0.0.1:9"', "reward.server_retries=0"]  # nothing listens there
+    cfg = load_config("tiny-cpu", ["rft.samples=4", "rft.max_new_tokens=224", *server])
+    problems = cfg.data.problems()[:4]  # the first test's: its warm start is cached
+    policy = resolve_model_path(cfg.model, problems, cfg.data.format())
+    monkeypatch.setenv("RUST_GRPO_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(RuntimeError, match=r"RFT: the sandbox graded none of the \d+ answers it was sent"):
+        rft_policy(policy, cfg, problems)
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.name in ("none-passed", "config.json")]

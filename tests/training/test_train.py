@@ -251,6 +251,7 @@ def test_the_demo_compares_the_same_problems_before_and_after(tmp_path, capsys):
     assert "| build |" in summary and summary in captured.out  # the printed table is saved
     card = (tmp_path / "demo" / "README.md").read_text()
     assert "GRPO run of rust-grpo" in card and "[None]" not in card and "data/demo.jsonl" in card
+    assert "--model <base>" not in card and "tiny-warm-" in card  # the adapter's own base, from the cache
     steps = [line for line in captured.err.splitlines() if line.startswith("step ")]
     assert steps == [steps[0]] and steps[0].startswith("step 1/1: reward")  # one line a step, no raw dicts
     assert "{'loss'" not in captured.err and "FutureWarning" not in captured.err
