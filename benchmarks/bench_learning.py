@@ -104,8 +104,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/bench"))
     args = parser.parse_args()
 
+    import logging
+
     import torch
 
+    logging.basicConfig(format="%(message)s")
+    logging.getLogger("rust_grpo").setLevel(logging.INFO)  # the cold start's and RFT's counts
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     run_dir = args.out / "learning"

@@ -91,6 +91,10 @@ def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def
     json.dumps(report)
     with pytest.raises(ValueError, match="grpo"):
         learning_report("m", 1, {"base": stage, "sft": stage})
+    with_rft = learning_report("m", 1, {"grpo": stage, "rft": stage, "base": stage, "sft": stage})
+    assert list(with_rft["stages"]) == ["base", "sft", "rft", "grpo"]  # training order, whatever the input's
+    with pytest.raises(ValueError, match="unknown: \\['dpo'\\]"):
+        learning_report("m", 1, {"base": stage, "sft": stage, "grpo": stage, "dpo": stage})
     steps = [
         {"step": 1, "reward": 0.5, "reward_std": 0.2, "rates/build": 0.5},
         {"step": 2, "reward": 0.9, "reward_std": 0.1, "rates/build": 0.75},
@@ -100,6 +104,8 @@ def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def
     tiered = {s: {**stage, "tiers": {"core": stage, "basics": stage}} for s in ("base", "sft", "grpo")}
     wide = plot_learning(learning_report("m", 2, tiered), steps, tmp_path / "tiers.png")
     assert wide.stat().st_size > out.stat().st_size  # two more panels
+    four = plot_learning(with_rft, steps, tmp_path / "rft.png")  # a fourth bar per metric
+    assert four.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_easiest_is_shortest_solutions_deterministically() -> None:
