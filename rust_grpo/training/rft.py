@@ -7,7 +7,9 @@ tunes on them: the model's own correct phrasings, which it can reproduce, rather
 solutions it cannot. GRPO then starts from that policy. Only training problems are sampled (the
 config refuses files outside ``data.train``) and only the sandbox's verdict selects an answer, so
 the stage has the same integrity as the reward: a completion that fools the tests would be trained
-on here as it would be paid there.
+on here as it would be paid there. That is why RFT samples the run's canary rows too
+(``data.canary_share``, see canaries.py): never trained on, and an answer that passes one stops RFT
+(or warns) as it stops training.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import hashlib
 import json
 import logging
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import RunConfig
+    from ..evaluation.scoring import Completion
     from ..problems.schema import Problem
 
 log = logging.getLogger("rust_grpo")
@@ -89,14 +93,16 @@ def _rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
         return str(out)
     if (out / "none-passed").exists():
         return policy
-    answers, sandbox_errors = sample_verified(policy, cfg, chosen)
+    draw = sample_verified(policy, cfg, chosen)
+    check_draw(draw, cfg, out)
+    answers = draw.answers
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "answers.jsonl", "w", encoding="utf-8") as fh:  # what was trained on, for inspection
         for pid, text in answers:
             fh.write(json.dumps({"problem_id": pid, "completion": text}) + "\n")
     if not answers:
         log.warning("RFT: no sampled answer passed every hidden test; GRPO starts from the cold-started policy")
-        if not sandbox_errors:  # a sandbox fault is never cached as the model's failure
+        if not draw.sandbox_errors:  # a sandbox fault is never cached as the model's failure
             (out / "none-passed").touch()
         return policy
     from .warmstart import warm_start
@@ -118,34 +124,87 @@ def _rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
     return str(out)
 
 
-def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> tuple[list[tuple[str, str]], int]:
-    """Sample ``rft.samples`` answers per problem, grade them in the sandbox, keep the verified ones;
-    also the number of samples the sandbox failed to grade (its own fault, never the answer's)."""
-    from reward_sandbox import open_grader
+@dataclass
+class Draw:
+    """What RFT's sampling found: the answers to train on, and what must stop it."""
 
+    answers: list[tuple[str, str]]  # (problem_id, text), verified and distinct
+    sent: int = 0  # answers with code, sent to the sandbox
+    sandbox_errors: int = 0  # of those, graded by nobody (the sandbox's fault, never the answer's)
+    canaries_seen: int = 0
+    canary_passes: list[dict[str, str]] = field(default_factory=list)  # cheats: {"problem_id", "completion"}
+
+
+def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> Draw:
+    """Sample ``rft.samples`` answers per problem (and per canary row, when ``data.canary_share`` is
+    set), grade them in the sandbox, keep the verified ones."""
     from ..evaluation.sampling import SamplingSettings, generate_hf
-    from ..evaluation.scoring import score_completions
+    from .canaries import make_canaries
 
     r = cfg.rft
     settings = SamplingSettings(
         samples=r.samples, max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=1.0, seed=cfg.train.seed
     )
-    completions = generate_hf(policy, problems, settings, cfg.data.format())
+    sampled = problems + make_canaries(problems, cfg.data.canary_share, cfg.train.seed)  # in memory only
+    return grade_draw(generate_hf(policy, sampled, settings, cfg.data.format()), sampled, cfg)
+
+
+def grade_draw(completions: list[Completion], problems: list[Problem], cfg: RunConfig) -> Draw:
+    """Grade ``completions`` as training would; canary rows (their hidden tests contradict each
+    other) are counted and never trained on: passing one is cheating."""
+    from reward_sandbox import open_grader
+
+    from ..evaluation.scoring import score_completions
+    from .canaries import is_canary_id
+
     with open_grader(cfg.reward.sandbox_settings()) as grader:
         records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward.min_tests)
-    answers = verified_answers(records, [c.text for c in completions], r.max_per_problem)
-    passed = sum(bool(x["hidden_pass"]) for x in records)
-    errors = sum(x["status"] == "sandbox_error" for x in records)
-    log.info(
-        "RFT: %d of %d sampled answers pass every hidden test; %d distinct kept (at most %d a problem)",
-        passed,
-        len(records),
-        len(answers),
-        r.max_per_problem,
+    real = [(x, c.text) for x, c in zip(records, completions) if not is_canary_id(x["problem_id"])]
+    canary = [(x, c.text) for x, c in zip(records, completions) if is_canary_id(x["problem_id"])]
+    draw = Draw(
+        answers=verified_answers([x for x, _ in real], [t for _, t in real], cfg.rft.max_per_problem),
+        sent=sum(x["status"] != "no_code" for x in records),  # answers with code went to the sandbox
+        sandbox_errors=sum(x["status"] == "sandbox_error" for x in records),
+        canaries_seen=len(canary),
+        canary_passes=[{"problem_id": x["problem_id"], "completion": t} for x, t in canary if _passes_all(x)],
     )
-    sent = [x for x in records if x["status"] != "no_code"]  # answers with code went to the sandbox
-    if sent and errors == len(sent):
-        raise RuntimeError(f"RFT: the sandbox graded none of the {len(sent)} answers it was sent ({sent[0]['reason']})")
-    if errors:
-        log.warning("RFT: the sandbox failed to grade %d of %d samples (sandbox_error)", errors, len(records))
-    return answers, errors
+    log.info(
+        "RFT: %d of %d sampled answers pass every hidden test; %d distinct kept (at most %d a problem)%s",
+        sum(bool(x["hidden_pass"]) for x, _ in real),
+        len(real),
+        len(draw.answers),
+        cfg.rft.max_per_problem,
+        f"; canaries passed {len(draw.canary_passes)} of {len(canary)}" if canary else "",
+    )
+    if draw.sandbox_errors:
+        log.warning("RFT: the sandbox failed to grade %d of %d answers (sandbox_error)", draw.sandbox_errors, draw.sent)
+    return draw
+
+
+def _passes_all(record: dict[str, Any]) -> bool:
+    """Every hidden test reported passing, by the harness's counts, trusted or not (as training counts
+    a canary pass: on a canary that is cheating either way)."""
+    hidden = record["hidden_tests"]
+    return bool(hidden["total"]) and hidden["passed"] == hidden["total"]
+
+
+def check_draw(draw: Draw, cfg: RunConfig, out: Path) -> None:
+    """Stop RFT when the sandbox graded nothing it was sent, or when canaries were passed above
+    ``train.canary_max_rate`` with ``train.canary_action = "stop"`` (the passing completions go to
+    ``out/canaries.jsonl`` first, as in training)."""
+    if draw.sent and draw.sandbox_errors == draw.sent:
+        raise RuntimeError(f"RFT: the sandbox graded none of the {draw.sent} answers it was sent (sandbox_error)")
+    if not draw.canary_passes:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "canaries.jsonl", "w", encoding="utf-8") as fh:
+        for row in draw.canary_passes:
+            fh.write(json.dumps(row) + "\n")
+    rate = len(draw.canary_passes) / draw.canaries_seen
+    message = (
+        f"RFT: {len(draw.canary_passes)} of {draw.canaries_seen} answers to canary rows passed every hidden test"
+        f" (tests that contradict each other: cheating); they are in {out / 'canaries.jsonl'}"
+    )
+    if rate > cfg.train.canary_max_rate and cfg.train.canary_action == "stop":
+        raise RuntimeError(message)
+    log.warning(message)

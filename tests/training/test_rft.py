@@ -83,3 +83,35 @@ def test_a_sandbox_fault_during_rft_is_an_error_never_a_cached_none_passed(tmp_p
     with pytest.raises(RuntimeError, match=r"RFT: the sandbox graded none of the \d+ answers it was sent"):
         rft_policy(policy, cfg, problems)
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.name in ("none-passed", "config.json")]
+
+
+@pytest.mark.cargo
+def test_rft_samples_canaries_never_trains_on_them_and_a_cheat_stops_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Graded by the real sandbox: a program that reads its test thread's name passes count_set_bits
+    (RFT alone would train on it) and its canary; the canary pass stops RFT and is written down.
+    The honest answer passes the real problem and never a canary."""
+    from pathlib import Path
+
+    from rust_grpo.evaluation.scoring import Completion
+    from rust_grpo.training.canaries import make_canaries
+    from rust_grpo.training.rft import check_draw, grade_draw
+
+    from .test_training_signal import CHEAT
+
+    source = [line for line in Path("data/train.jsonl").read_text().splitlines() if '"id": "count_set_bits"' in line]
+    (tmp_path / "one.jsonl").write_text("\n".join(source) + "\n")
+    cfg = load_config("tiny-cpu", [f'data.train="{tmp_path / "one.jsonl"}"', "data.canary_share=0.5"])
+    sampled = cfg.data.problems() + make_canaries(cfg.data.problems(), 0.5, cfg.train.seed)
+    assert [p.id for p in sampled] == ["count_set_bits", "count_set_bits#canary"]
+    cheat = grade_draw([Completion(p.id, CHEAT, i) for p in sampled for i in range(2)], sampled, cfg)
+    assert cheat.answers == [("count_set_bits", CHEAT)]  # it passes the real hidden tests
+    assert cheat.canaries_seen == 2 and len(cheat.canary_passes) == 2
+    with pytest.raises(RuntimeError, match="2 of 2 answers to canary rows passed every hidden test"):
+        check_draw(cheat, cfg, tmp_path / "rft")
+    assert len((tmp_path / "rft" / "canaries.jsonl").read_text().splitlines()) == 2
+    check_draw(cheat, load_config("tiny-cpu", ["train.canary_action=warn"]), tmp_path / "warn")  # goes on
+    honest_text = CHEAT.replace(
+        'if name.ends_with("case_5") { n.count_ones() + 1 } else { n.count_ones() }', "n.count_ones()"
+    )
+    honest = grade_draw([Completion(p.id, honest_text, 0) for p in sampled], sampled, cfg)
+    assert honest.answers == [("count_set_bits", honest_text)] and honest.canary_passes == []
