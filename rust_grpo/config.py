@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 import sys
 import types
 import typing
@@ -367,7 +368,7 @@ class RftConfig:
     max_per_problem: int = _f(
         4, "Distinct verified answers kept per problem, so that the easy problems do not fill the RFT set."
     )
-    epochs: float = _f(2.0, "Passes over the verified answers (all weights, batch 4).")
+    epochs: float = _f(2.0, "Passes over the verified answers, as steps of 4 answers drawn at random (all weights).")
     learning_rate: float = _f(1e-4, "Learning rate of the RFT steps.")
 
     def __post_init__(self) -> None:
@@ -395,7 +396,8 @@ class RunConfig:
                 "data.canary_share cannot be combined with repair.enabled: repair episodes find a row's hidden tests"
                 " by its prompt, and a canary shares its prompt with the problem it copies"
             )
-        if strays := [f for f in self.rft.train if f not in self.data.train_files()]:
+        train_files = {os.path.normpath(f) for f in self.data.train_files()}
+        if strays := [f for f in self.rft.train if os.path.normpath(f) not in train_files]:
             raise ConfigError(
                 f"rft.train names {strays}, not files of data.train {self.data.train_files()}: RFT samples training"
                 " problems only"

@@ -80,48 +80,61 @@ def _weights_stamp(policy: str) -> list[list[object]]:
     return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
 
 
+BATCH = 4  # answers per RFT step
+
+
 def _rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
+    import os
+    import shutil
+
     from ..models import default_cache_dir
 
     r, fmt = cfg.rft, cfg.data.format()
     chosen = rft_problems(cfg, problems)
-    key: list[object] = [policy, _weights_stamp(policy), sorted(p.id for p in chosen), fmt.name, fmt.system_prompt]
-    key += [cfg.train.seed, json.dumps(vars(r))]
+    if not chosen:
+        raise RuntimeError(f"rft.train {cfg.rft.train} selects none of the {len(problems)} training problems")
+    key: list[object] = [policy, _weights_stamp(policy), [[p.id, p.prompt, p.signature, p.tests] for p in chosen]]
+    key += [fmt.name, fmt.system_prompt, cfg.train.seed, json.dumps(vars(r)), cfg.data.canary_share]
+    key += [cfg.train.canary_max_rate, cfg.train.canary_action, cfg.reward.timeout_s]
     out = default_cache_dir() / f"rft-{Path(policy).name}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]}"
     if (out / "config.json").exists():
         log.info("reusing the RFT policy in %s", out)
         return str(out)
     if (out / "none-passed").exists():
         return policy
+    work = out.with_name(out.name + ".partial")  # renamed to ``out`` only once complete
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
     draw = sample_verified(policy, cfg, chosen)
-    check_draw(draw, cfg, out)
-    answers = draw.answers
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "answers.jsonl", "w", encoding="utf-8") as fh:  # what was trained on, for inspection
-        for pid, text in answers:
+    (work / "draw.json").write_text(json.dumps(draw.summary(), indent=2))
+    check_draw(draw, cfg, work)
+    with open(work / "answers.jsonl", "w", encoding="utf-8") as fh:  # what was trained on, for inspection
+        for pid, text in draw.answers:
             fh.write(json.dumps({"problem_id": pid, "completion": text}) + "\n")
-    if not answers:
-        log.warning("RFT: no sampled answer passed every hidden test; GRPO starts from the cold-started policy")
-        if not draw.sandbox_errors:  # a sandbox fault is never cached as the model's failure
-            (out / "none-passed").touch()
-        return policy
-    from .warmstart import warm_start
+    if draw.answers:
+        from .warmstart import warm_start
 
-    by_id = {p.id: p for p in chosen}
-    steps = max(1, math.ceil(r.epochs * len(answers) / 4))
-    log.info("RFT: %d steps on %d verified answers to %d problems", steps, len(answers), len({a for a, _ in answers}))
-    warm_start(
-        Path(policy),
-        [by_id[pid] for pid, _ in answers],
-        fmt,
-        out,
-        steps=steps,
-        lr=r.learning_rate,
-        seed=cfg.train.seed,
-        negatives=0,
-        answers=[text for _, text in answers],
-    )
-    return str(out)
+        by_id = {p.id: p for p in chosen}
+        steps = max(1, math.ceil(r.epochs * len(draw.answers) / BATCH))
+        log.info("RFT: %d steps on %d verified answers to %d problems", steps, len(draw.answers), len(draw.problems))
+        warm_start(
+            Path(policy),
+            [by_id[pid] for pid, _ in draw.answers],
+            fmt,
+            work,
+            steps=steps,
+            lr=r.learning_rate,
+            batch_size=BATCH,
+            seed=cfg.train.seed,
+            negatives=0,
+            answers=[text for _, text in draw.answers],
+        )
+    else:
+        log.warning("RFT: no sampled answer passed every hidden test; GRPO starts from the cold-started policy")
+        (work / "none-passed").touch()
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(work, out)
+    return str(out) if draw.answers else policy
 
 
 @dataclass
@@ -133,6 +146,21 @@ class Draw:
     sandbox_errors: int = 0  # of those, graded by nobody (the sandbox's fault, never the answer's)
     canaries_seen: int = 0
     canary_passes: list[dict[str, str]] = field(default_factory=list)  # cheats: {"problem_id", "completion"}
+
+    @property
+    def problems(self) -> set[str]:
+        return {pid for pid, _ in self.answers}
+
+    def summary(self) -> dict[str, int]:
+        """The counts saved beside the RFT policy (``draw.json``)."""
+        return {
+            "answers_kept": len(self.answers),
+            "problems_kept": len(self.problems),
+            "sent": self.sent,
+            "sandbox_errors": self.sandbox_errors,
+            "canaries_seen": self.canaries_seen,
+            "canary_passes": len(self.canary_passes),
+        }
 
 
 def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> Draw:
@@ -159,8 +187,8 @@ def grade_draw(completions: list[Completion], problems: list[Problem], cfg: RunC
 
     with open_grader(cfg.reward.sandbox_settings()) as grader:
         records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward.min_tests)
-    real = [(x, c.text) for x, c in zip(records, completions) if not is_canary_id(x["problem_id"])]
-    canary = [(x, c.text) for x, c in zip(records, completions) if is_canary_id(x["problem_id"])]
+    real = [(x, c.text) for x, c in zip(records, completions, strict=True) if not is_canary_id(x["problem_id"])]
+    canary = [(x, c.text) for x, c in zip(records, completions, strict=True) if is_canary_id(x["problem_id"])]
     draw = Draw(
         answers=verified_answers([x for x, _ in real], [t for _, t in real], cfg.rft.max_per_problem),
         sent=sum(x["status"] != "no_code" for x in records),  # answers with code went to the sandbox
@@ -176,8 +204,6 @@ def grade_draw(completions: list[Completion], problems: list[Problem], cfg: RunC
         cfg.rft.max_per_problem,
         f"; canaries passed {len(draw.canary_passes)} of {len(canary)}" if canary else "",
     )
-    if draw.sandbox_errors:
-        log.warning("RFT: the sandbox failed to grade %d of %d answers (sandbox_error)", draw.sandbox_errors, draw.sent)
     return draw
 
 
@@ -189,11 +215,14 @@ def _passes_all(record: dict[str, Any]) -> bool:
 
 
 def check_draw(draw: Draw, cfg: RunConfig, out: Path) -> None:
-    """Stop RFT when the sandbox graded nothing it was sent, or when canaries were passed above
+    """Stop RFT when the sandbox failed to grade any answer it was sent, or when canaries were passed above
     ``train.canary_max_rate`` with ``train.canary_action = "stop"`` (the passing completions go to
     ``out/canaries.jsonl`` first, as in training)."""
-    if draw.sent and draw.sandbox_errors == draw.sent:
-        raise RuntimeError(f"RFT: the sandbox graded none of the {draw.sent} answers it was sent (sandbox_error)")
+    if draw.sandbox_errors:  # a verdict the sandbox owes is never read as the answer's, nor cached
+        raise RuntimeError(
+            f"RFT: the sandbox failed to grade {draw.sandbox_errors} of the {draw.sent} answers it was sent"
+            " (sandbox_error); RFT trains only on a complete draw: fix the sandbox or reward server and rerun"
+        )
     if not draw.canary_passes:
         return
     out.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,16 @@ def test_rft_samples_training_files_only() -> None:
         load_config("smollm-cpu", ["rft.samples=-1"])
 
 
+def test_rft_train_paths_are_compared_as_paths_and_must_select_a_training_problem() -> None:
+    from rust_grpo.problems.schema import load_problems
+    from rust_grpo.training.rft import rft_policy
+
+    cfg = load_config("smollm-cpu", ['rft.train=["./data/basics-train.jsonl"]'])  # the same file
+    core_only = load_problems("data/train.jsonl")[:3]
+    with pytest.raises(RuntimeError, match="selects none of the 3 training problems"):
+        rft_policy("unused", cfg, core_only)
+
+
 @pytest.mark.slow
 @pytest.mark.train
 def test_rft_fine_tunes_on_sandbox_verified_samples_and_is_cached(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -48,7 +58,9 @@ def test_rft_fine_tunes_on_sandbox_verified_samples_and_is_cached(tmp_path, monk
     from rust_grpo.training.rft import rft_policy
     from rust_grpo.training.train import resolve_model_path
 
-    cfg = load_config("tiny-cpu", ["rft.samples=4", "rft.max_per_problem=2", "rft.max_new_tokens=224"])
+    cfg = load_config(
+        "tiny-cpu", ["rft.samples=4", "rft.max_per_problem=2", "rft.max_new_tokens=224", "data.canary_share=0.25"]
+    )
     problems = cfg.data.problems()[:4]
     policy = resolve_model_path(cfg.model, problems, cfg.data.format())  # the shared cache: built once
     assert rft_policy(policy, load_config("tiny-cpu"), problems) == policy  # rft.samples = 0: no stage
@@ -59,6 +71,10 @@ def test_rft_fine_tunes_on_sandbox_verified_samples_and_is_cached(tmp_path, monk
     assert kept, "the warm-started tiny model should pass some demo problem's hidden tests"
     ids = [k["problem_id"] for k in kept]
     assert set(ids) <= {p.id for p in problems} and max(ids.count(i) for i in ids) <= 2
+    draw = json.loads((Path(out) / "draw.json").read_text())
+    assert draw["canaries_seen"] == 4 and draw["canary_passes"] == 0  # one canary row, sampled 4 times
+    assert draw["answers_kept"] == len(kept) and draw["sandbox_errors"] == 0
+    assert not list(Path(out).parent.glob("*.partial"))  # renamed into place once complete
     before = AutoModelForCausalLM.from_pretrained(policy).model.embed_tokens.weight
     after = AutoModelForCausalLM.from_pretrained(out).model.embed_tokens.weight
     assert not torch.equal(before, after)
@@ -80,9 +96,10 @@ def test_a_sandbox_fault_during_rft_is_an_error_never_a_cached_none_passed(tmp_p
     problems = cfg.data.problems()[:4]  # the first test's: its warm start is cached
     policy = resolve_model_path(cfg.model, problems, cfg.data.format())
     monkeypatch.setenv("RUST_GRPO_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(RuntimeError, match=r"RFT: the sandbox graded none of the \d+ answers it was sent"):
+    with pytest.raises(RuntimeError, match=r"RFT: the sandbox failed to grade (\d+) of the \1 answers it was sent"):
         rft_policy(policy, cfg, problems)
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.name in ("none-passed", "config.json")]
+    assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.endswith(".partial") and p.name != ".lock"]
 
 
 @pytest.mark.cargo
