@@ -38,7 +38,7 @@ def test_rft_train_paths_are_compared_as_paths_and_must_select_a_training_proble
     from rust_grpo.problems.schema import load_problems
     from rust_grpo.training.rft import rft_policy
 
-    cfg = load_config("smollm-cpu", ['rft.train=["./data/basics-train.jsonl"]'])  # the same file
+    cfg = load_config("smollm-cpu", ['rft.train=["./data/basics-train.jsonl"]', "rft.samples=8"])  # the same file
     core_only = load_problems("data/train.jsonl")[:3]
     with pytest.raises(RuntimeError, match="selects none of the 3 training problems"):
         rft_policy("unused", cfg, core_only)
