@@ -178,40 +178,44 @@ def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> Dra
 
 
 def grade_draw(completions: list[Completion], problems: list[Problem], cfg: RunConfig) -> Draw:
-    """Grade ``completions`` as training would; canary rows (their hidden tests contradict each
-    other) are counted and never trained on: passing one is cheating."""
-    from reward_sandbox import open_grader
+    """Grade ``completions`` as training would (its answer format, test timeout and reward context);
+    canary rows (their hidden tests contradict each other) are counted with training's own
+    ``passes_canary`` and never trained on: passing one is cheating."""
+    from reward_sandbox import Status, open_grader
 
-    from ..evaluation.scoring import score_completions
-    from .canaries import is_canary_id
+    from ..evaluation.scoring import score_record
+    from ..problems.schema import job_columns
+    from ..rewards.functions import RewardContext
+    from .canaries import is_canary_id, passes_canary
 
+    by_id = {p.id: p for p in problems}
     with open_grader(cfg.reward.sandbox_settings()) as grader:
-        records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward.min_tests)
-    real = [(x, c.text) for x, c in zip(records, completions, strict=True) if not is_canary_id(x["problem_id"])]
-    canary = [(x, c.text) for x, c in zip(records, completions, strict=True) if is_canary_id(x["problem_id"])]
+        context = RewardContext(
+            grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
+        )
+        evaluations = context.evaluate(
+            [c.text for c in completions], job_columns([by_id[c.problem_id] for c in completions])
+        )
+    graded = list(zip(completions, evaluations, strict=True))
+    real = [(c, e) for c, e in graded if not is_canary_id(c.problem_id)]
+    canary = [(c, e) for c, e in graded if is_canary_id(c.problem_id)]
+    records = [score_record(c, e, cfg.reward.min_tests) for c, e in real]
     draw = Draw(
-        answers=verified_answers([x for x, _ in real], [t for _, t in real], cfg.rft.max_per_problem),
-        sent=sum(x["status"] != "no_code" for x in records),  # answers with code went to the sandbox
-        sandbox_errors=sum(x["status"] == "sandbox_error" for x in records),
+        answers=verified_answers(records, [c.text for c, _ in real], cfg.rft.max_per_problem),
+        sent=sum(e.result is not None for _, e in graded),  # answers with code went to the sandbox
+        sandbox_errors=sum(e.result is not None and e.result.status is Status.SANDBOX_ERROR for _, e in graded),
         canaries_seen=len(canary),
-        canary_passes=[{"problem_id": x["problem_id"], "completion": t} for x, t in canary if _passes_all(x)],
+        canary_passes=[{"problem_id": c.problem_id, "completion": c.text} for c, e in canary if passes_canary(e)],
     )
     log.info(
         "RFT: %d of %d sampled answers pass every hidden test; %d distinct kept (at most %d a problem)%s",
-        sum(bool(x["hidden_pass"]) for x, _ in real),
-        len(real),
+        sum(bool(x["hidden_pass"]) for x in records),
+        len(records),
         len(draw.answers),
         cfg.rft.max_per_problem,
         f"; canaries passed {len(draw.canary_passes)} of {len(canary)}" if canary else "",
     )
     return draw
-
-
-def _passes_all(record: dict[str, Any]) -> bool:
-    """Every hidden test reported passing, by the harness's counts, trusted or not (as training counts
-    a canary pass: on a canary that is cheating either way)."""
-    hidden = record["hidden_tests"]
-    return bool(hidden["total"]) and hidden["passed"] == hidden["total"]
 
 
 def check_draw(draw: Draw, cfg: RunConfig, out: Path) -> None:

@@ -174,10 +174,9 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     problems = cfg.data.problems()
     log.info("training on %d problems from %s", len(problems), cfg.data.train)
     model_path = resolve_model_path(cfg.model, problems, cfg.data.format())
-    if cfg.rft.samples:
-        from .rft import rft_policy
+    from .rft import rft_policy
 
-        model_path = rft_policy(model_path, cfg, problems)
+    model_path = rft_policy(model_path, cfg, problems)  # the same path when the run has no RFT stage
     log.info("policy: %s", model_path)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"
