@@ -9,7 +9,8 @@ trains on; every figure is given for both together and for each tier apart.
 Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", ["rft",] "grpo"}}, each
 stage {"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"} with 95%
 intervals in "<name>_ci", and the same per tier under "tiers"; argless_builds is the share of builds
-that use none of their arguments),
+that use none of their arguments; "grpo_gain_over_sft": GRPO's gain in build, hidden_pass and
+hidden_share with 95% intervals that resample held-out problems, overall and per tier),
 runs/bench/learning.png, and every stage's graded completions. Exit code 1 when GRPO does not
 raise held-out build by the target over SFT (the JSON is written either way).
 """
@@ -26,9 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rust_grpo.config import load_config
 from rust_grpo.evaluation.learning import (
+    GAINS,
     easiest,
     learning_report,
     plot_learning,
+    stage_gains,
     stage_metrics,
     tier_metrics,
 )
@@ -44,7 +47,8 @@ def score_stage(
     tiers: dict[str, list[str]],
     args: argparse.Namespace,
     cfg: object,
-) -> dict[str, object]:
+) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """The stage's metrics and its graded records (kept for the paired gains)."""
     from reward_sandbox import open_grader
     from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf
     from rust_grpo.evaluation.scoring import score_completions
@@ -67,7 +71,7 @@ def score_stage(
     metrics = stage_metrics(records, cfg.reward.weights)  # type: ignore[attr-defined]
     metrics["tiers"] = tier_metrics(records, tiers, cfg.reward.weights)  # type: ignore[attr-defined]
     print(f"[{name}] {json.dumps(metrics)} ({time.monotonic() - start:.0f} s)", flush=True)
-    return metrics
+    return metrics, records
 
 
 def main() -> int:
@@ -145,15 +149,17 @@ def main() -> int:
     print(f"held-out: {len(heldout)} problems x {args.samples} samples: {[p.id for p in heldout]}", flush=True)
 
     stages: dict[str, dict[str, object]] = {}
+    records: dict[str, list[dict[str, object]]] = {}
     base = resolve_model(cfg.model.name_or_path)
-    stages["base"] = score_stage("base", base, None, heldout, tiers, args, cfg)
+    stages["base"], records["base"] = score_stage("base", base, None, heldout, tiers, args, cfg)
     sft = resolve_model_path(cfg.model, train_problems, fmt)  # the cold start, cached: train() reuses it
-    stages["sft"] = score_stage("sft", sft, None, heldout, tiers, args, cfg)
+    stages["sft"], records["sft"] = score_stage("sft", sft, None, heldout, tiers, args, cfg)
     policy = rft_policy(sft, cfg, train_problems)  # sft itself without an RFT stage; cached: train() reuses it
     if policy != sft:
-        stages["rft"] = score_stage("rft", policy, None, heldout, tiers, args, cfg)
+        stages["rft"], records["rft"] = score_stage("rft", policy, None, heldout, tiers, args, cfg)
     final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
-    stages["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
+    stages["grpo"], records["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
+    gains = stage_gains(records["sft"], records["grpo"], tiers)  # type: ignore[arg-type]
 
     steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]
     report = learning_report(
@@ -175,6 +181,7 @@ def main() -> int:
         per_step_argless_builds=[r.get("rates/argless_builds") for r in steps],  # None: no build that step
         per_step_zero_variance_sampled=[r.get("dynamic/zero_variance_share_sampled") for r in steps],
         per_step_canary_pass_rate=[r.get("train/canary_pass_rate") for r in steps],  # None: no canary drawn
+        grpo_gain_over_sft=gains,
         wall_s=round(time.monotonic() - started),
     )
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
@@ -188,6 +195,10 @@ def main() -> int:
         by_stage = [stages[s]["tiers"][tier_name] for s in names]  # type: ignore[index]
         for key in ("build", "hidden_pass", "hidden_share"):
             print(f"  {tier_name + ' ' + key:<20} " + " -> ".join(f"{m[key]:.3f}" for m in by_stage))
+    print("GRPO's gain over SFT, 95% intervals resampling problems:")
+    for key in GAINS:
+        g = gains[key]
+        print(f"  {key:<12} {g['gain']:+.3f} [{g['ci'][0]:+.3f}, {g['ci'][1]:+.3f}] over {g['problems']} problems")
     print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {report['wall_s']} s in all")
     print(f"wrote {args.out / 'learning.json'} and {args.out / 'learning.png'}")
     return 0 if gain >= args.target else 1

@@ -12,6 +12,8 @@ from rust_grpo.evaluation.learning import (
     learning_report,
     mean_interval,
     plot_learning,
+    problem_bootstrap_gain,
+    stage_gains,
     stage_metrics,
     tier_metrics,
     weighted_reward,
@@ -127,3 +129,37 @@ def test_argless_builds_per_stage_is_the_share_of_builds_marked_argless() -> Non
     m = stage_metrics(records, WEIGHTS)
     assert m["argless_builds"] == pytest.approx(2 / 3, abs=1e-4)
     assert m["argless_builds_ci"][0] < 2 / 3 < m["argless_builds_ci"][1]
+
+
+def _samples(problem: str, passing: int, n: int = 16) -> list[dict[str, object]]:
+    return [{**record(True, True, i < passing), "problem_id": problem} for i in range(n)]
+
+
+def test_a_gain_carried_by_one_problem_is_not_called_firm() -> None:
+    """One of eight problems goes from 0 to 16 of 16 passing, the others stay at 0: the per-sample
+    Wilson intervals of the two stages are apart, but resampling problems leaves that one out of
+    a third of the draws, so the gain's interval reaches 0."""
+    problems = [f"p{i}" for i in range(8)]
+    before = [r for p in problems for r in _samples(p, 0)]
+    after = [r for p in problems for r in _samples(p, 16 if p == "p0" else 0)]
+    assert stage_metrics(after, WEIGHTS)["hidden_pass_ci"][0] > stage_metrics(before, WEIGHTS)["hidden_pass_ci"][1]
+    g = problem_bootstrap_gain(before, after, "hidden_pass")
+    assert g["gain"] == pytest.approx(16 / 128) and g["problems"] == 8
+    assert g["ci"][0] == 0.0 < g["ci"][1]
+
+
+def test_a_gain_on_every_problem_is_firm_and_pairs_samples_by_problem() -> None:
+    """Every problem 2 -> 10 of 16: any draw of problems gives the same gain. Sandbox faults and a
+    problem graded at one stage only are left out, and a tier sees only its own problems."""
+    before = [r for p in ("a", "b", "c") for r in _samples(p, 2)]
+    after = [r for p in ("a", "b", "c") for r in _samples(p, 10)]
+    before += [{**record(True, True, True, status="sandbox_error"), "problem_id": "a"}] * 5
+    after += _samples("only-after", 16)
+    g = problem_bootstrap_gain(before, after, "hidden_pass")
+    assert (g["gain"], g["ci"], g["problems"]) == (0.5, [0.5, 0.5], 3)
+    assert problem_bootstrap_gain(before, after, "build")["gain"] == 0.0
+    assert problem_bootstrap_gain([], after, "hidden_pass") == {"gain": 0.0, "ci": [0.0, 0.0], "problems": 0}
+    gains = stage_gains(before, after, {"one": ["a"], "none": ["z"]})
+    assert set(gains) == {"build", "hidden_pass", "hidden_share", "tiers"}
+    assert gains["tiers"]["one"]["hidden_pass"]["problems"] == 1
+    assert gains["tiers"]["none"]["hidden_pass"]["problems"] == 0
