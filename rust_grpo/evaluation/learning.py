@@ -82,6 +82,8 @@ def _graded(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def _metric(name: str) -> Callable[[dict[str, Any]], float]:
     if name == "hidden_share":
         return hidden_share
+    if name not in RATES:
+        raise ValueError(f"no per-sample metric {name!r}: expected one of {[*RATES, 'hidden_share']}")
     key = RATES[name]
     return lambda r: float(bool(r[key]))
 
@@ -101,6 +103,8 @@ def problem_bootstrap_gain(
     carried by two or three problems looks firmer than it is. Resampling problems asks whether
     the gain would hold on another draw of held-out problems like these. Problems graded at
     only one stage are left out."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
     value = _metric(name)
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])  # after sum, n, before sum, n
     for offset, records in ((0, after), (2, before)):

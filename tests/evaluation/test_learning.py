@@ -159,6 +159,10 @@ def test_a_gain_on_every_problem_is_firm_and_pairs_samples_by_problem() -> None:
     assert (g["gain"], g["ci"], g["problems"]) == (0.5, [0.5, 0.5], 3)
     assert problem_bootstrap_gain(before, after, "build")["gain"] == 0.0
     assert problem_bootstrap_gain([], after, "hidden_pass") == {"gain": 0.0, "ci": [0.0, 0.0], "problems": 0}
+    with pytest.raises(ValueError, match="resamples"):
+        problem_bootstrap_gain(before, after, "build", resamples=0)
+    with pytest.raises(ValueError, match="'reward'"):
+        problem_bootstrap_gain(before, after, "reward")
     gains = stage_gains(before, after, {"one": ["a"], "none": ["z"]})
     assert set(gains) == {"build", "hidden_pass", "hidden_share", "tiers"}
     assert gains["tiers"]["one"]["hidden_pass"]["problems"] == 1
