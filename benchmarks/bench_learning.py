@@ -159,7 +159,7 @@ def main() -> int:
         stages["rft"], records["rft"] = score_stage("rft", policy, None, heldout, tiers, args, cfg)
     final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
     stages["grpo"], records["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
-    gains = stage_gains(records["sft"], records["grpo"], tiers)  # type: ignore[arg-type]
+    gains = stage_gains(records["sft"], records["grpo"], tiers)
 
     steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]
     report = learning_report(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,7 @@ def problem_bootstrap_gain(
 
 
 def stage_gains(
-    before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tiers: dict[str, Sequence[str]] | None = None
+    before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]], tiers: Mapping[str, Sequence[str]] | None = None
 ) -> dict[str, Any]:
     """:func:`problem_bootstrap_gain` of every metric in ``GAINS``, for all problems and, under
     ``"tiers"``, for each tier's problems apart."""
@@ -169,7 +169,7 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
 
 
 def tier_metrics(
-    records: Sequence[dict[str, Any]], tiers: dict[str, Sequence[str]], weights: dict[str, float]
+    records: Sequence[dict[str, Any]], tiers: Mapping[str, Sequence[str]], weights: dict[str, float]
 ) -> dict[str, dict[str, Any]]:
     """:func:`stage_metrics` of each tier's records (``tiers``: name -> its problem ids), so a gain on
     easy problems is never read as a gain on the hard ones."""
