@@ -10,6 +10,8 @@ A subfolder of the sources is a *tier*, kept out of those files: ``source/basics
 ``basics-train.jsonl`` and ``basics-eval.jsonl`` (every third problem held out). The basics tier is
 one-liners a 135M model can sometimes get right, so a CPU run can measure whether training moves
 correctness at all; mixing it into the main files would change their split and the demo's problems.
+A tier named in ``TRAIN_ONLY_TIERS`` is never held out: ``source/drills/*.rsp`` (std idioms drilled
+one at a time) becomes ``drills-train.jsonl`` alone, so adding drills never changes a held-out set.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ _HEADER = re.compile(r"^=== ([a-z0-9_]+)\s*$", re.MULTILINE)
 _SECTION = re.compile(r"^--- (signature|solution|tests)\s*$", re.MULTILINE)
 EVAL_EVERY = 5
 TIER_EVAL_EVERY = 3  # a tier is small: a third held out gives 16 of the basics' 50
+TRAIN_ONLY_TIERS = frozenset({"drills"})  # training data only: the basics' held-out third measures transfer
 DEMO_SIZE = 8  # data/demo.jsonl: the training problems with the shortest reference answers (CPU demo)
 
 
@@ -100,7 +103,8 @@ def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
         if clash := sorted(seen & {p.id for p in rows}):
             raise DataError(f"{tier}: ids also used elsewhere in {source_dir}: {clash}")
         seen |= {p.id for p in rows}
-        for split, tier_rows in split_every(rows, TIER_EVAL_EVERY).items():
+        tier_splits = {"train": rows} if tier.name in TRAIN_ONLY_TIERS else split_every(rows, TIER_EVAL_EVERY)
+        for split, tier_rows in tier_splits.items():
             splits[f"{tier.name}-{split}"] = tier_rows
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, rows in splits.items():

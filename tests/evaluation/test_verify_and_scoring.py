@@ -25,11 +25,10 @@ def run_cli(*args, cwd=ROOT):
 
 @pytest.mark.slow
 def test_every_shipped_reference_passes_and_every_stub_fails():
-    proc = run_cli(
-        "data", "verify", "data/train.jsonl", "data/eval.jsonl", "data/basics-train.jsonl", "data/basics-eval.jsonl"
-    )
+    splits = ("train", "eval", "basics-train", "basics-eval", "drills-train")
+    proc = run_cli("data", "verify", *(f"data/{split}.jsonl" for split in splits))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for verified in ("164/164", "41/41", "34/34", "16/16"):
+    for verified in ("164/164", "41/41", "34/34", "16/16", "49/49"):
         assert f"{verified} problems verified" in proc.stdout
 
 

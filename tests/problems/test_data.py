@@ -5,7 +5,7 @@ import pytest
 
 from rust_grpo.evaluation.verify import make_stub
 from rust_grpo.problems.problemset import build_dataset, load_sources, render_tests
-from rust_grpo.problems.schema import DataError, load_problems, normalize, to_training_rows, user_prompt
+from rust_grpo.problems.schema import DataError, Problem, load_problems, normalize, to_training_rows, user_prompt
 
 from ..conftest import ROOT
 
@@ -105,13 +105,22 @@ def test_shipped_problem_set_is_large_complete_and_built_from_its_sources(tmp_pa
 def test_a_tier_folder_builds_its_own_split_and_leaves_the_main_one_alone(tmp_path):
     counts = build_dataset(ROOT / "data" / "source", tmp_path)
     assert (counts["basics-train"], counts["basics-eval"]) == (34, 16)  # every third held out
-    for split in ("basics-train", "basics-eval"):
+    assert counts["drills-train"] >= 45 and "drills-eval" not in counts  # a train-only tier: nothing held out
+    for split in ("basics-train", "basics-eval", "drills-train"):
         assert (tmp_path / f"{split}.jsonl").read_text() == (ROOT / "data" / f"{split}.jsonl").read_text(), (
             f"data/{split}.jsonl is stale: run `rust-grpo data build`"
         )
     basics = load_sources(ROOT / "data" / "source" / "basics")
     assert all(len(re.findall(r"\bassert(?:_eq|_ne)?!", p.tests)) >= 4 for p in basics)
     assert not {p.id for p in basics} & {p.id for p in load_sources(ROOT / "data" / "source")}
+    drills = load_sources(ROOT / "data" / "source" / "drills")
+    assert all(len(re.findall(r"\bassert(?:_eq|_ne)?!", p.tests)) >= 4 for p in drills)
+    held_out = [p for split in ("basics-eval", "eval") for p in load_problems(str(ROOT / "data" / f"{split}.jsonl"))]
+
+    def body(p: Problem) -> str:  # the reference answer without its signature, whitespace-normalised
+        return " ".join(p.solution.split("{", 1)[1].split())
+
+    assert not {body(p) for p in held_out} & {body(p) for p in drills}  # a drill is never a held-out task renamed
     source = tmp_path / "source"
     (source / "extra").mkdir(parents=True)
     (source / "main.rsp").write_text((ROOT / "data" / "source" / "numbers.rsp").read_text())
