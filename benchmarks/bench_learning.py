@@ -9,7 +9,9 @@ trains on; every figure is given for both together and for each tier apart.
 Writes runs/bench/learning.json ({"model", "grpo_steps", "stages": {"base", "sft", ["rft",] "grpo"}}, each
 stage {"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"} with 95%
 intervals in "<name>_ci", and the same per tier under "tiers"; argless_builds is the share of builds
-that use none of their arguments; "grpo_gain_over_sft": GRPO's gain in build, hidden_pass and
+that use none of their arguments; "grpo_steps" counts optimiser steps and "generation_batches" the
+batches sampled and graded for them (fewer with train.num_iterations > 1), and every "per_step_*"
+list has one entry per generation batch; "grpo_gain_over_sft": GRPO's gain in build, hidden_pass and
 hidden_share with 95% intervals that resample held-out problems, overall and per tier),
 runs/bench/learning.png, and every stage's graded completions. Exit code 1 when GRPO does not
 raise held-out build by the target over SFT (the JSON is written either way).
@@ -161,13 +163,16 @@ def main() -> int:
     stages["grpo"], records["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
     gains = stage_gains(records["sft"], records["grpo"], tiers)
 
-    steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "reward" in r]
+    logged = read_metrics(run_dir / "metrics.jsonl")
+    steps = [r for r in logged if "reward" in r]  # one per generation batch
+    optimizer_steps = sum(1 for r in logged if "loss" in r)  # train.num_iterations per generation batch
     report = learning_report(
         cfg.model.name_or_path,
-        len(steps),
+        optimizer_steps,
         stages,  # type: ignore[arg-type]
         heldout=[p.id for p in heldout],
         tiers=tiers,
+        generation_batches=len(steps),
         sampling={
             "samples": args.samples,
             "base_samples": args.base_samples,
@@ -188,7 +193,10 @@ def main() -> int:
     plot_learning(report, steps, args.out / "learning.png")
     gain = float(stages["grpo"]["build"]) - float(stages["sft"]["build"])  # type: ignore[arg-type]
     names = list(report["stages"])
-    print(f"\nheld-out ({len(heldout)} problems x {args.samples}), {' -> '.join(names)} ({len(steps)} GRPO steps):")
+    print(
+        f"\nheld-out ({len(heldout)} problems x {args.samples}), {' -> '.join(names)}"
+        f" ({optimizer_steps} GRPO steps on {len(steps)} generation batches):"
+    )
     for key in ("format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"):
         print(f"  {key:<12} " + " -> ".join(f"{stages[s][key]:.3f}" for s in names))
     for tier_name in tiers:

@@ -83,6 +83,24 @@ def test_a_short_run_with_dynamic_sampling_and_real_rewards_logs_its_counts(tmp_
     assert step["dynamic/prompts_drawn"] in (1.0, 2.0) and 0 <= step["dynamic/zero_variance_share"] <= 1
 
 
+def test_two_optimiser_steps_per_generation_batch_reuse_a_refilled_batch(tmp_path):
+    """train.num_iterations = 2 with dynamic sampling (the CPU preset's pair): one batch is
+    sampled, graded and refilled, then trained on twice; the second step samples nothing."""
+    cfg = tiny_config(
+        tmp_path,
+        "train.dynamic_sampling=true",
+        "train.dynamic_sampling_rounds=1",
+        "train.num_iterations=2",
+        "train.max_steps=2",
+    )
+    train(cfg)
+    logged = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert sum("loss" in r for r in logged) == 2  # two optimiser steps ...
+    (sampled,) = [r for r in logged if "reward" in r]  # ... on one graded batch
+    assert sampled["step"] == 1 and "dynamic/prompts_drawn" in sampled
+    assert all(math.isfinite(r["loss"]) for r in logged if "loss" in r)
+
+
 def test_canary_rows_are_graded_but_stay_out_of_rewards_rates_and_loss(tmp_path):
     """One canary group and one normal group: the canary's rewards are unknown (NaN, so TRL's means
     and advantages ignore them), its rows leave the loss, the rates are the normal group's alone,
