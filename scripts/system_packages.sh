@@ -22,11 +22,14 @@ command -v prlimit >/dev/null || missing+=(util-linux)
 # keep in step with reward_sandbox/compile/crateset.py: DEBIAN_PACKAGES
 CRATE_PACKAGES=(librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev
   librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev)
+# regex's own sources, checked too: a machine image held regex without them (its crate set then fails to build)
+SOURCE_DEPENDENCIES=(librust-aho-corasick-dev librust-memchr-dev)
 crates=()
-for pkg in "${CRATE_PACKAGES[@]}"; do  # bash alone (no dpkg, no grep): librust-serde-json-dev -> serde_json-*
-  name=${pkg#librust-}
+for pkg in "${CRATE_PACKAGES[@]}" "${SOURCE_DEPENDENCIES[@]}"; do  # bash alone (no dpkg, no grep):
+  name=${pkg#librust-}  # librust-serde-json-dev -> serde_json-*, librust-aho-corasick-dev -> aho-corasick-*
   name=${name%-dev}
-  compgen -G "/usr/share/cargo/registry/${name//-/_}-[0-9]*" >/dev/null || crates+=("$pkg")
+  compgen -G "/usr/share/cargo/registry/${name//-/_}-[0-9]*" >/dev/null ||
+    compgen -G "/usr/share/cargo/registry/${name}-[0-9]*" >/dev/null || crates+=("$pkg")
 done
 [ ${#missing[@]} -eq 0 ] && [ ${#crates[@]} -eq 0 ] && exit 0
 
