@@ -12,7 +12,8 @@ intervals in "<name>_ci", and the same per tier under "tiers"; argless_builds is
 that use none of their arguments; "grpo_steps" counts optimiser steps and "generation_batches" the
 batches sampled and graded for them (fewer with train.num_iterations > 1), and every "per_step_*"
 list has one entry per generation batch; "grpo_gain_over_sft": GRPO's gain in build, hidden_pass and
-hidden_share with 95% intervals that resample held-out problems, overall and per tier),
+hidden_share with 95% intervals that resample held-out problems, overall and per tier; "per_problem":
+each stage's counts per held-out problem, {"n", "build", "hidden_pass", "argless"}),
 runs/bench/learning.png, and every stage's graded completions. Exit code 1 when GRPO does not
 raise held-out build by the target over SFT (the JSON is written either way).
 """
@@ -32,6 +33,7 @@ from rust_grpo.evaluation.learning import (
     GAINS,
     easiest,
     learning_report,
+    per_problem_counts,
     plot_learning,
     stage_gains,
     stage_metrics,
@@ -173,6 +175,7 @@ def main() -> int:
         heldout=[p.id for p in heldout],
         tiers=tiers,
         generation_batches=len(steps),
+        per_problem={stage: per_problem_counts(rows) for stage, rows in records.items()},
         sampling={
             "samples": args.samples,
             "base_samples": args.base_samples,

@@ -168,6 +168,20 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
     return out
 
 
+def per_problem_counts(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """``{problem_id: {"n", "build", "hidden_pass", "argless"}}``: counts of graded samples, so the
+    problems a gain comes from (or a loss: a problem right at SFT and wrong after GRPO) can be read
+    from a saved report without its completions files."""
+    out: dict[str, dict[str, int]] = {}
+    for r in _graded(records):
+        row = out.setdefault(str(r.get("problem_id")), {"n": 0, "build": 0, "hidden_pass": 0, "argless": 0})
+        row["n"] += 1
+        row["build"] += bool(r.get("build_ok"))
+        row["hidden_pass"] += bool(r.get("hidden_pass"))
+        row["argless"] += bool(r.get("build_ok") and r.get("argless"))
+    return dict(sorted(out.items()))
+
+
 def tier_metrics(
     records: Sequence[dict[str, Any]], tiers: Mapping[str, Sequence[str]], weights: dict[str, float]
 ) -> dict[str, dict[str, Any]]:

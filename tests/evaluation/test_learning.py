@@ -11,6 +11,7 @@ from rust_grpo.evaluation.learning import (
     easiest,
     learning_report,
     mean_interval,
+    per_problem_counts,
     plot_learning,
     problem_bootstrap_gain,
     stage_gains,
@@ -167,3 +168,18 @@ def test_a_gain_on_every_problem_is_firm_and_pairs_samples_by_problem() -> None:
     assert set(gains) == {"build", "hidden_pass", "hidden_share", "tiers"}
     assert gains["tiers"]["one"]["hidden_pass"]["problems"] == 1
     assert gains["tiers"]["none"]["hidden_pass"]["problems"] == 0
+
+
+def test_per_problem_counts_name_the_problems_a_rate_comes_from() -> None:
+    """Counts per problem, sandbox faults left out, argless counted only among builds."""
+    rows = [
+        {**record(True, True, True), "problem_id": "square"},
+        {**record(True, True, False), "problem_id": "square", "argless": True},
+        {**record(True, False, False), "problem_id": "square", "argless": True},
+        {**record(True, True, True, status="sandbox_error"), "problem_id": "square"},
+        {**record(False, False, False), "problem_id": "shout"},
+    ]
+    assert per_problem_counts(rows) == {
+        "shout": {"n": 1, "build": 0, "hidden_pass": 0, "argless": 0},
+        "square": {"n": 3, "build": 2, "hidden_pass": 1, "argless": 1},
+    }
