@@ -307,9 +307,13 @@ def test_ctrl_c_during_training_exits_130_with_how_to_resume(tmp_path):
         command += ["--set", override]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr is not None
+        before = []
         for line in proc.stderr:
-            if line.startswith("step 1/"):
+            before.append(line)
+            if "step 1/" in line:  # anywhere: a progress bar's \r-ended text can share the line
                 break
+        else:
+            pytest.fail("the run ended without logging step 1:\n" + "".join(before[-20:]))
         proc.send_signal(signal.SIGINT)
         rest = proc.stderr.read()
         assert proc.wait(timeout=120) == 130
