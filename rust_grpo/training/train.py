@@ -262,7 +262,12 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path
     if resume and checkpoint is None:
         log.warning("--resume: no checkpoint in %s, starting fresh", out)
     trainer, _context = build_trainer(cfg)
-    trainer.train(resume_from_checkpoint=checkpoint)
+    from .interrupt import StopOnInterrupt, interrupt_at_step_end
+
+    stop = StopOnInterrupt()
+    trainer.add_callback(stop)
+    with interrupt_at_step_end(stop):
+        trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"
     trainer.save_model(str(final))  # every rank: ZeRO-3/FSDP gather the weights; only the main one writes
     if not trainer.is_world_process_zero():

@@ -290,12 +290,6 @@ def test_zero_variance_groups_are_left_out_of_the_loss_and_counted(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, 2026-12-06: in three full fresh-clone suites one SIGINT after step 1 was lost and the "
-    "run finished (exit 0); passes alone. Suspected: KeyboardInterrupt raised inside a finaliser, which "
-    "CPython reports and drops. Fix: the train command records SIGINT and stops at the next step boundary",
-)
 def test_ctrl_c_during_training_exits_130_with_how_to_resume(tmp_path):
     """A real SIGINT to a real `rust-grpo train`: one line saying how to continue, exit 130, no traceback."""
     import signal

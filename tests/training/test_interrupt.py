@@ -1,0 +1,34 @@
+"""Ctrl-C during training is never lost, even when Python drops the KeyboardInterrupt it raised."""
+
+import signal
+
+import pytest
+
+from rust_grpo.training.interrupt import StopOnInterrupt, interrupt_at_step_end
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one, by design
+def test_a_ctrl_c_dropped_inside_a_finaliser_still_stops_training_at_the_step_end():
+    class RaisesInItsFinaliser:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)  # KeyboardInterrupt here: CPython prints "Exception ignored", drops it
+
+    stop = StopOnInterrupt()
+    with interrupt_at_step_end(stop):
+        RaisesInItsFinaliser()  # collected at once; no KeyboardInterrupt reaches this frame
+        assert stop.interrupted
+        with pytest.raises(KeyboardInterrupt):
+            stop.on_step_end(None, None, None)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sigint_the_caller_ignores_stays_ignored():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # e.g. `rust-grpo train &` from a script
+    try:
+        stop = StopOnInterrupt()
+        with interrupt_at_step_end(stop):
+            signal.raise_signal(signal.SIGINT)
+        assert not stop.interrupted
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
