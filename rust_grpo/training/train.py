@@ -261,12 +261,12 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path
     checkpoint = latest_checkpoint(out) if resume else None
     if resume and checkpoint is None:
         log.warning("--resume: no checkpoint in %s, starting fresh", out)
-    trainer, _context = build_trainer(cfg)
     from .interrupt import StopOnInterrupt, interrupt_at_step_end
 
     stop = StopOnInterrupt()
-    trainer.add_callback(stop)
-    with interrupt_at_step_end(stop):
+    with interrupt_at_step_end(stop):  # from the cold start on: a Ctrl-C lost there stops GRPO's first step
+        trainer, _context = build_trainer(cfg)
+        trainer.add_callback(stop)
         trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"
     trainer.save_model(str(final))  # every rank: ZeRO-3/FSDP gather the weights; only the main one writes
