@@ -72,6 +72,17 @@ def test_a_cpu_step_under_bf16_autocast_runs_and_keeps_float32_weights(tmp_path)
     assert weights and {str(t.dtype) for t in weights.values()} == {"torch.float32"}
 
 
+def test_a_kl_term_with_lora_needs_no_second_model(tmp_path):
+    """The SmolLM2 preset pays a KL term (beta 0.04) to the cold start. With LoRA the reference is the
+    policy with its adapter off, so the trainer holds one model in memory, and every step logs the KL."""
+    cfg = tiny_config(tmp_path, "train.beta=0.04")
+    trainer, _ = build_trainer(cfg, reward_funcs=[lambda completions, **_: [float(i) for i in range(len(completions))]])
+    assert trainer.beta == 0.04 and trainer.ref_model is None
+    trainer.train()
+    kls = [log["kl"] for log in trainer.state.log_history if "kl" in log]
+    assert len(kls) == 2 and all(k >= 0 for k in kls)
+
+
 def test_warm_started_tiny_policy_writes_code_that_the_sandbox_grades(tmp_path):
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200", "train.max_completion_length=224", "train.max_steps=1")
     train(cfg)
