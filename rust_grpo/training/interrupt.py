@@ -3,9 +3,13 @@
 Python turns SIGINT into a KeyboardInterrupt raised wherever the main thread happens to be. When
 that is a finaliser (``__del__``, a weakref callback) CPython prints "Exception ignored" and drops
 it, and so does any library code that swallows BaseException; the run then carries on as if Ctrl-C
-had never been pressed (seen in three full test suites: the run finished its 50 steps, exit 0). So
-the signal is also recorded, and a callback raises KeyboardInterrupt at the next step boundary:
-however the first one was lost, the second reaches the CLI, which exits 130.
+had never been pressed. So the signal is also recorded, and a callback raises KeyboardInterrupt at
+the next step boundary: however the first one was lost, the second reaches the CLI, which exits 130.
+
+A process that starts with SIGINT ignored (a shell's background job, `nohup`) keeps it ignored: that
+is the caller's choice, not a lost signal. (It is also what made the Ctrl-C test fail in test suites
+started in the background, 2026-12-06: the child inherited the ignored SIGINT; the tests now start
+their runs as a terminal would.)
 """
 
 from __future__ import annotations

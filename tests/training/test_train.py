@@ -316,7 +316,14 @@ def test_ctrl_c_during_training_exits_130_with_how_to_resume(tmp_path):
         "data.max_rows=2",
     ):
         command += ["--set", override]
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
+    # As from a terminal: a suite started in the background (`make test &`) ignores SIGINT, an ignored
+    # signal stays ignored across exec, and `rust-grpo train` rightly leaves it so. A handled one is reset.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with proc:
         assert proc.stderr is not None
         before = []
         for line in proc.stderr:
