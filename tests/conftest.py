@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,18 @@ def fallback_grader() -> Grader:
 def cargo_grader() -> Grader:
     with Grader(workers=2, backend="cargo", limits=TEST_LIMITS, cache=ResultCache()) as g:
         yield g
+
+
+@pytest.fixture
+def foreground() -> Iterator[None]:
+    """Python's own SIGINT handler, as in a process started from a terminal. A suite started in the
+    background (`make test &`) begins with SIGINT ignored; an ignored signal stays ignored in every
+    child it starts (a handled one is reset by exec), and the training guard rightly leaves it so."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def grade_one(grader: Grader, **job):

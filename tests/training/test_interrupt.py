@@ -1,25 +1,13 @@
 """Ctrl-C during training is never lost, even when Python drops the KeyboardInterrupt it raised."""
 
 import signal
-from collections.abc import Iterator
 
 import pytest
 
 from rust_grpo.training.interrupt import StopOnInterrupt, interrupt_at_step_end
 
 
-@pytest.fixture
-def foreground() -> Iterator[None]:
-    """Python's own SIGINT handler, as in a process started from a terminal: a suite started in the
-    background (`make test &`) begins with SIGINT ignored, which the guard rightly leaves alone."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@pytest.mark.usefixtures("foreground")
+@pytest.mark.usefixtures("foreground")  # tests/conftest.py: as from a terminal, however the suite was started
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one, by design
 def test_a_ctrl_c_dropped_inside_a_finaliser_still_stops_training_at_the_step_end():
     class RaisesInItsFinaliser:

@@ -301,6 +301,7 @@ def test_zero_variance_groups_are_left_out_of_the_loss_and_counted(tmp_path):
     ]
 
 
+@pytest.mark.usefixtures("foreground")  # tests/conftest.py: the run starts as from a terminal
 def test_ctrl_c_during_training_exits_130_with_how_to_resume(tmp_path):
     """A real SIGINT to a real `rust-grpo train`: one line saying how to continue, exit 130, no traceback."""
     import signal
@@ -316,14 +317,7 @@ def test_ctrl_c_during_training_exits_130_with_how_to_resume(tmp_path):
         "data.max_rows=2",
     ):
         command += ["--set", override]
-    # As from a terminal: a suite started in the background (`make test &`) ignores SIGINT, an ignored
-    # signal stays ignored across exec, and `rust-grpo train` rightly leaves it so. A handled one is reset.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    with proc:
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr is not None
         before = []
         for line in proc.stderr:
