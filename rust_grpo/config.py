@@ -544,6 +544,15 @@ def load_run_config(path: str) -> RunConfig:
     return load_config(path)
 
 
+def _merged(old: Any, new: Any) -> Any:
+    """An override's value over what the file had: a table is merged key by key (recursively), so
+    ``--set 'reward.weights={hidden_tests=2}'`` changes one weight of the preset's table rather than
+    replacing the table with one whose other weights fall back to the code's defaults."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {**old, **{k: _merged(old.get(k), v) for k, v in new.items()}}
+    return new
+
+
 def load_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
     """Read a TOML config (or the defaults), apply ``--set`` overrides, validate."""
     data: dict[str, Any] = {}
@@ -567,7 +576,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
             table = table.setdefault(key, {})
             if not isinstance(table, dict):
                 raise ConfigError(f"--set {text!r}: {key} is not a table")
-        table[keys[-1]] = value
+        table[keys[-1]] = _merged(table.get(keys[-1]), value)
     try:
         return from_dict(data, source)
     except TypeError as exc:

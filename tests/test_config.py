@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from rust_grpo.config import ConfigError, load_config
+from rust_grpo.config import ConfigError, RewardConfig, load_config
 from rust_grpo.problems.schema import DataError
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
@@ -38,6 +38,16 @@ def test_overrides_are_typed_toml_values():
     assert cfg.train.learning_rate == 1e-5
     assert cfg.train.output_dir == "/tmp/x"
     assert cfg.reward.weights["build"] == 3.0 and cfg.reward.weights["format"] == 0.5
+    assert cfg.reward.weights["gated_build"] == 1.0  # the preset's, kept: a table override is merged
+
+
+def test_a_table_override_changes_only_the_keys_it_names():
+    """`--set 'reward.weights={hidden_tests=2}'` on a preset keeps the preset's other weights; it once
+    replaced the table, so format, clippy and own_tests fell back to the code's defaults unseen."""
+    preset = load_config("configs/smollm-cpu.toml")
+    cfg = load_config("configs/smollm-cpu.toml", ["reward.weights={hidden_tests=2.0,build_using_args=1}"])
+    assert cfg.reward.weights == {**preset.reward.weights, "hidden_tests": 2.0, "build_using_args": 1.0}
+    assert cfg.reward.weights["own_tests"] == 0.0 != RewardConfig().weights["own_tests"]
 
 
 @pytest.mark.parametrize(
