@@ -5,6 +5,7 @@ that is a finaliser (``__del__``, a weakref callback) CPython prints "Exception 
 it, and so does any library code that swallows BaseException; the run then carries on as if Ctrl-C
 had never been pressed. So the signal is also recorded, and a callback raises KeyboardInterrupt at
 the next step boundary: however the first one was lost, the second reaches the CLI, which exits 130.
+The SFT cold start, a loop of its own, checks the same record at each step (`raise_if_interrupted`).
 
 A process that starts with SIGINT ignored (a shell's background job, `nohup`) keeps it ignored: that
 is the caller's choice, not a lost signal. (It is also what made the Ctrl-C test fail in test suites
@@ -37,6 +38,16 @@ class StopOnInterrupt(TrainerCallback):
     on_substep_end = on_step_end  # gradient accumulation: the same boundary, sooner
 
 
+_active: StopOnInterrupt | None = None  # the one interrupt_at_step_end is recording into, if any
+
+
+def raise_if_interrupted() -> None:
+    """For loops outside the Trainer (the SFT cold start): the same step-end guard, so a Ctrl-C
+    lost there stops the loop at its next step instead of after it has trained and cached a model."""
+    if _active is not None and _active.interrupted:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def interrupt_at_step_end(stop: StopOnInterrupt) -> Iterator[None]:
     """While active, SIGINT both raises KeyboardInterrupt (as Python's own handler does) and sets
@@ -54,8 +65,11 @@ def interrupt_at_step_end(stop: StopOnInterrupt) -> Iterator[None]:
         stop.interrupted = True
         raise KeyboardInterrupt
 
+    global _active
     signal.signal(signal.SIGINT, record_and_raise)
+    _active = stop
     try:
         yield
     finally:
+        _active = None
         signal.signal(signal.SIGINT, previous)

@@ -264,7 +264,7 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path
     from .interrupt import StopOnInterrupt, interrupt_at_step_end
 
     stop = StopOnInterrupt()
-    with interrupt_at_step_end(stop):  # from the cold start on: a Ctrl-C lost there stops GRPO's first step
+    with interrupt_at_step_end(stop):  # from the cold start on: its loop checks the same record
         trainer, _context = build_trainer(cfg)
         trainer.add_callback(stop)
         trainer.train(resume_from_checkpoint=checkpoint)

@@ -51,6 +51,8 @@ def warm_start(
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .interrupt import raise_if_interrupted
+
     if (out_dir / "config.json").exists():
         return out_dir
     torch.manual_seed(seed)
@@ -76,6 +78,7 @@ def warm_start(
     model.train()
     losses = []
     for _step in tqdm(range(steps), desc="warm start", unit="step"):
+        raise_if_interrupted()  # a Ctrl-C Python dropped: stop here, cache nothing half-trained
         batch = rng.sample(examples, min(batch_size, len(examples)))
         width = max(len(a) + len(b) for a, b in batch)
         ids = torch.full((len(batch), width), tokenizer.pad_token_id)

@@ -33,3 +33,30 @@ def test_a_sigint_the_caller_ignores_stays_ignored():
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.train
+@pytest.mark.usefixtures("foreground")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_dropped_before_the_cold_start_stops_it_and_caches_nothing(tmp_path):  # type: ignore[no-untyped-def]
+    """The SFT cold start runs outside the Trainer, so its loop checks the same record: it stops at
+    its next step and never saves a half-trained model into the cache."""
+    from rust_grpo.problems.answer_format import THINK
+    from rust_grpo.problems.schema import load_problems
+    from rust_grpo.training.tiny import build_tiny_qwen2
+    from rust_grpo.training.warmstart import warm_start
+
+    class RaisesInItsFinaliser:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+    base = build_tiny_qwen2(tmp_path / "tiny")
+    out = tmp_path / "cold-start"
+    stop = StopOnInterrupt()
+    with interrupt_at_step_end(stop):
+        RaisesInItsFinaliser()
+        with pytest.raises(KeyboardInterrupt):
+            warm_start(base, load_problems("data/demo.jsonl")[:2], THINK, out, steps=2, negatives=0)
+    assert not (out / "config.json").exists()
+    warm_start(base, load_problems("data/demo.jsonl")[:2], THINK, out, steps=1, negatives=0)  # no guard active now
+    assert (out / "config.json").exists()
