@@ -7,13 +7,17 @@ import pytest
 from rust_grpo.training.interrupt import StopOnInterrupt, interrupt_at_step_end
 
 
+class RaisesInItsFinaliser:
+    """Created and collected at once: the SIGINT it raises becomes a KeyboardInterrupt inside
+    ``__del__``, which CPython prints as "Exception ignored" and drops."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
 @pytest.mark.usefixtures("foreground")  # tests/conftest.py: as from a terminal, however the suite was started
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one, by design
 def test_a_ctrl_c_dropped_inside_a_finaliser_still_stops_training_at_the_step_end():
-    class RaisesInItsFinaliser:
-        def __del__(self) -> None:
-            signal.raise_signal(signal.SIGINT)  # KeyboardInterrupt here: CPython prints "Exception ignored", drops it
-
     stop = StopOnInterrupt()
     with interrupt_at_step_end(stop):
         RaisesInItsFinaliser()  # collected at once; no KeyboardInterrupt reaches this frame
@@ -45,10 +49,6 @@ def test_a_ctrl_c_dropped_before_the_cold_start_stops_it_and_caches_nothing(tmp_
     from rust_grpo.problems.schema import load_problems
     from rust_grpo.training.tiny import build_tiny_qwen2
     from rust_grpo.training.warmstart import warm_start
-
-    class RaisesInItsFinaliser:
-        def __del__(self) -> None:
-            signal.raise_signal(signal.SIGINT)
 
     base = build_tiny_qwen2(tmp_path / "tiny")
     out = tmp_path / "cold-start"
