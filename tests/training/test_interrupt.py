@@ -51,12 +51,13 @@ def test_a_ctrl_c_dropped_before_the_cold_start_stops_it_and_caches_nothing(tmp_
     from rust_grpo.training.warmstart import warm_start
 
     base = build_tiny_qwen2(tmp_path / "tiny")
+    problems = load_problems("data/demo.jsonl")[:2]
     out = tmp_path / "cold-start"
     stop = StopOnInterrupt()
     with interrupt_at_step_end(stop):
         RaisesInItsFinaliser()
         with pytest.raises(KeyboardInterrupt):
-            warm_start(base, load_problems("data/demo.jsonl")[:2], THINK, out, steps=2, negatives=0)
+            warm_start(base, problems, THINK, out, steps=2, negatives=0)
     assert not (out / "config.json").exists()
-    warm_start(base, load_problems("data/demo.jsonl")[:2], THINK, out, steps=1, negatives=0)  # no guard active now
+    warm_start(base, problems, THINK, out, steps=1, negatives=0)  # no guard active now
     assert (out / "config.json").exists()
