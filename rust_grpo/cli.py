@@ -92,7 +92,7 @@ def _score_and_report(
 
 def cmd_score(args: argparse.Namespace) -> int:
     from .evaluation.scoring import read_completions
-    from .outdir import claim_output_dir
+    from .outdir import output_dir
 
     completions, errors = read_completions(Path(args.completions))
     for e in errors[:20]:
@@ -102,14 +102,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not completions:
         print(f"rust-grpo score: no usable completions in {args.completions}", file=sys.stderr)
         return 2
-    claim_output_dir(Path(args.out), "report", overwrite=args.overwrite)
-    return _score_and_report(
-        completions,
-        _problems_by_id(args.dataset),
-        args,
-        f"Scores: {Path(args.completions).name}",
-        {"completions": args.completions, "dataset": args.dataset, "skipped": errors},
-    )
+    with output_dir(Path(args.out), "report", overwrite=args.overwrite):
+        return _score_and_report(
+            completions,
+            _problems_by_id(args.dataset),
+            args,
+            f"Scores: {Path(args.completions).name}",
+            {"completions": args.completions, "dataset": args.dataset, "skipped": errors},
+        )
 
 
 def check_sampling(args: argparse.Namespace) -> None:
@@ -132,12 +132,17 @@ def check_sampling(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .evaluation.sampling import SamplingSettings, generate, write_completions
-    from .outdir import claim_output_dir
-    from .problems.schema import load_problems
+    from .outdir import output_dir
 
     check_sampling(args)
-    claim_output_dir(Path(args.out), "report", overwrite=args.overwrite)
+    with output_dir(Path(args.out), "report", overwrite=args.overwrite):
+        return _eval(args)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluation.sampling import SamplingSettings, generate, write_completions
+    from .problems.schema import load_problems
+
     settings = SamplingSettings(
         samples=args.samples,
         max_new_tokens=args.max_new_tokens,
@@ -299,7 +304,7 @@ def cmd_data_import(args: argparse.Namespace) -> int:
 def cmd_data_build(args: argparse.Namespace) -> int:
     from .problems.problemset import build_dataset
 
-    print(f"built {build_dataset(Path(args.source), Path(args.out))} in {args.out}")
+    print(f"built {build_dataset(Path(args.source), Path(args.out), overwrite=args.overwrite)} in {args.out}")
     return 0
 
 
@@ -458,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--source", default="data/source", help="the human-written problem sources (data/source)")
     p.add_argument("--out", default="data", help="where train/eval/demo.jsonl are written")
+    p.add_argument("--overwrite", action="store_true", help="replace JSONL files of those names already in --out")
     p.set_defaults(func=cmd_data_build)
     return parser
 

@@ -14,6 +14,7 @@ from typing import Any
 from reward_sandbox.outfiles import write_text
 
 from .config import load_config
+from .outdir import record_outputs
 from .training.callbacks import read_metrics
 from .training.train import train
 
@@ -67,6 +68,7 @@ def run_demo(
             f"\ncompletions cut at {tokens} tokens during training: {sum(clipped) / len(clipped):.0%} on average"
         )
     write_text(out / "summary.md", "\n".join(lines) + "\n")
+    record_outputs(out)  # summary.md joins the run's manifest: a later --overwrite replaces it
     print("\n" + "\n".join(lines))
     print(
         f"  {steps} steps on a 2-layer model show the pipeline working end to end with real rewards; they are\n"

@@ -1,37 +1,83 @@
 """Output folders a command may write into, and the rule that keeps users' files safe.
 
 A command never deletes or overwrites what it did not create. Each output folder it makes gets a
-marker file naming the kind of output it holds (a training run, a report); a later command writes
-into a folder only when it is new, empty, or marked with the same kind, and then only to continue
-it (``resume``) or to replace it (``overwrite``), both asked for explicitly. Anything else is
-refused before any work starts, so a late failure never costs the work either.
+marker file naming the kind of output it holds (a training run, a report) and listing the files the
+command wrote there (its manifest). A later command writes into a folder only when it is new, empty
+(the marker aside), or marked with the same kind, and then only to continue it (``resume``) or to
+replace it (``overwrite``), both asked for explicitly. ``overwrite`` deletes the files the manifest
+lists and nothing else: a file the user put in the folder stays, and the command says so. Anything
+else is refused before any work starts, so a late failure never costs the work either.
+
+The manifest is "every file in the folder that was not there when the command claimed it", written
+by :func:`record_outputs` when the command ends (also on an error or Ctrl-C) and at each training
+checkpoint, so a run killed outright loses at most the files written since its last checkpoint from
+the list: they are then kept, never deleted, by a later ``overwrite``.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from reward_sandbox.outfiles import OutputPathError, check_writable, write_text
 
 MARKER = ".rust-grpo-output"
 KINDS = ("run", "report")  # run: train, demo; report: score, eval
 
+log = logging.getLogger(__name__)
+
+
+def _read_marker(path: Path) -> dict[str, Any] | None:
+    try:
+        marker = json.loads((Path(path) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) and isinstance(marker.get("kind"), str) else None
+
 
 def marked_kind(path: Path) -> str | None:
     """The kind of rust-grpo output ``path`` holds, or None when it holds none (or is no folder)."""
-    try:
-        return str(json.loads((Path(path) / MARKER).read_text(encoding="utf-8"))["kind"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    marker = _read_marker(path)
+    return None if marker is None else str(marker["kind"])
+
+
+def _files(path: Path) -> set[str]:
+    """Every file (and link) under ``path``, relative, the marker and its temporary copies aside."""
+    return {
+        p.relative_to(path).as_posix()
+        for p in path.rglob("*")
+        if (p.is_symlink() or not p.is_dir()) and not p.name.startswith((MARKER, f".{MARKER}"))
+    }
+
+
+def _write_marker(path: Path, kind: str, files: set[str], foreign: set[str]) -> None:
+    marker = {"kind": kind, "files": sorted(files), "foreign": sorted(foreign)}
+    write_text(path / MARKER, json.dumps(marker, indent=0) + "\n")
+
+
+def _delete_listed(path: Path, listed: set[str]) -> None:
+    """Delete the listed files under ``path``, then the folders that held them once they are empty."""
+    parents: set[Path] = set()
+    for name in listed:
+        target = path / name
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+            parents.update(p for p in target.parents if p != path and path in p.parents)
+    for folder in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+        if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def claim_output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: bool = False) -> Path:
     """Make ``path`` this command's output folder of ``kind``, or raise :class:`OutputPathError`.
 
-    New or empty: created and marked. Marked with ``kind``: kept as it is with ``resume``, emptied
-    with ``overwrite``, refused otherwise. Anything else (the user's files, another kind of output,
+    New or empty (the marker aside): created and marked. Marked with ``kind``: kept as it is with
+    ``resume``; with ``overwrite``, the files its manifest lists are deleted and any others kept (and
+    named in a warning); refused otherwise. Anything else (the user's files, another kind of output,
     a file where the folder should be) is refused, with or without ``overwrite``.
     """
     if kind not in KINDS:
@@ -39,30 +85,61 @@ def claim_output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: 
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise OutputPathError(f"{path}: is a file, not a folder; choose a folder for the {kind}")
-    if path.is_dir() and any(path.iterdir()):
-        marked = marked_kind(path)
-        if marked is None:
+    present = _files(path) if path.is_dir() else set()
+    foreign: set[str] = set()
+    if present:
+        marker = _read_marker(path)
+        if marker is None:
             raise OutputPathError(
                 f"{path}: not empty and not a rust-grpo output folder (nothing there was touched); "
                 "choose a new or empty folder"
             )
-        if marked != kind:
-            raise OutputPathError(f"{path}: holds a rust-grpo {marked}, not a {kind}; choose another folder")
+        if marker["kind"] != kind:
+            raise OutputPathError(f"{path}: holds a rust-grpo {marker['kind']}, not a {kind}; choose another folder")
         check_writable(path)
+        ours = {f for f in marker.get("files", []) if isinstance(f, str)} & present
+        foreign = present - ours
         if resume:
+            _write_marker(path, kind, ours, foreign)
             return path
         if not overwrite:
             more = " --resume to continue it, or" if kind == "run" else ""
             raise OutputPathError(f"{path}: holds an earlier {kind}; pass{more} --overwrite to replace it")
-        for entry in path.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        if "files" not in marker:
+            raise OutputPathError(
+                f"{path}: written by an older rust-grpo that kept no list of its files, so --overwrite cannot "
+                "tell them from yours; delete what you no longer need there yourself, or choose another folder"
+            )
+        _delete_listed(path, ours)
+        if foreign:
+            shown = ", ".join(sorted(foreign)[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            log.warning("%s: kept %d file(s) rust-grpo did not write: %s", path, len(foreign), shown)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputPathError(f"{path}: cannot create it ({exc.strerror or exc}); choose another folder") from None
     check_writable(path)
-    write_text(path / MARKER, json.dumps({"kind": kind}) + "\n")
+    _write_marker(path, kind, set(), foreign)
     return path
+
+
+def record_outputs(path: Path) -> None:
+    """List in the marker every file now in ``path`` that was not there when it was claimed.
+
+    Safe to call any number of times (it only adds); a folder without a marker is left alone."""
+    path = Path(path)
+    marker = _read_marker(path)
+    if marker is None or not path.is_dir():
+        return
+    foreign = {f for f in marker.get("foreign", []) if isinstance(f, str)}
+    _write_marker(path, str(marker["kind"]), _files(path) - foreign, foreign)
+
+
+@contextmanager
+def output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: bool = False) -> Iterator[Path]:
+    """:func:`claim_output_dir`, then :func:`record_outputs` when the block ends, however it ends."""
+    out = claim_output_dir(path, kind, resume=resume, overwrite=overwrite)
+    try:
+        yield out
+    finally:
+        record_outputs(out)

@@ -8,7 +8,7 @@ import pytest
 
 from reward_sandbox.outfiles import OutputPathError
 from rust_grpo import cli
-from rust_grpo.outdir import MARKER, claim_output_dir
+from rust_grpo.outdir import MARKER, claim_output_dir, output_dir, record_outputs
 
 
 def snapshot(folder):
@@ -74,6 +74,8 @@ def test_an_earlier_run_is_continued_or_replaced_only_when_asked(tmp_path):
     run = claim_output_dir(tmp_path / "run", "run")
     (run / "metrics.jsonl").write_text("{}\n")
     (run / "checkpoint-2").mkdir()
+    (run / "checkpoint-2" / "model.bin").write_text("weights\n")
+    record_outputs(run)  # what the command wrote, as train() records it at each step and when it ends
     with pytest.raises(OutputPathError, match="--resume to continue it, or --overwrite"):
         claim_output_dir(run, "run")
     with pytest.raises(OutputPathError, match="holds a rust-grpo run, not a report"):
@@ -81,6 +83,75 @@ def test_an_earlier_run_is_continued_or_replaced_only_when_asked(tmp_path):
     assert claim_output_dir(run, "run", resume=True) == run and (run / "checkpoint-2").is_dir()
     claim_output_dir(run, "run", overwrite=True)
     assert sorted(p.name for p in run.iterdir()) == [MARKER]  # no stale checkpoint left for a later --resume
+
+
+def test_overwrite_deletes_only_the_files_the_command_wrote(tmp_path, caplog):
+    with output_dir(tmp_path / "run", "run") as run:
+        (run / "checkpoint-2").mkdir()
+        (run / "checkpoint-2" / "model.bin").write_text("weights\n")
+        (run / "metrics.jsonl").write_text("{}\n")
+    (run / "notes.md").write_text("my notes\n")  # the user's, added after the run
+    (run / "checkpoint-2" / "why.txt").write_text("keep this checkpoint\n")
+    (run / "mine").mkdir()
+    (run / "mine" / "plot.png").write_bytes(b"png")
+    with output_dir(run, "run", overwrite=True):
+        pass
+    assert sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and p.name != MARKER) == [
+        "checkpoint-2/why.txt",
+        "mine/plot.png",
+        "notes.md",
+    ]
+    assert "kept 3 file(s) rust-grpo did not write" in caplog.text and "notes.md" in caplog.text
+    (run / "report.json").write_text("{}\n")  # the second run's own output
+    record_outputs(run)
+    claim_output_dir(run, "run", overwrite=True)  # the user's files stay foreign through every later run
+    assert not (run / "report.json").exists() and (run / "notes.md").read_text() == "my notes\n"
+
+
+def test_a_marker_without_a_manifest_is_not_overwritten(tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / MARKER).write_text(json.dumps({"kind": "run"}) + "\n")  # written by an older rust-grpo
+    (old / "notes.md").write_text("mine\n")
+    with pytest.raises(OutputPathError, match="older rust-grpo that kept no list"):
+        claim_output_dir(old, "run", overwrite=True)
+    assert (old / "notes.md").read_text() == "mine\n"
+
+
+def test_a_folder_left_holding_only_the_marker_is_reused_without_overwrite(tmp_path):
+    with pytest.raises(RuntimeError), output_dir(tmp_path / "r", "report"):
+        raise RuntimeError("the command failed before writing anything")
+    assert claim_output_dir(tmp_path / "r", "report") == tmp_path / "r"
+
+
+def test_demo_overwrite_of_an_earlier_run_keeps_the_users_files(tmp_path):
+    """The newcomer's path: `demo --out DIR` twice, with a file of theirs added in between."""
+    run = tmp_path / "demo"
+    assert cli.main(["demo", "--out", str(run), "--steps", "1"]) == 0
+    (run / "my-notes.md").write_text("what I saw\n")
+    assert cli.main(["demo", "--out", str(run), "--steps", "1", "--overwrite"]) == 0
+    assert (run / "my-notes.md").read_text() == "what I saw\n"
+    assert (run / "summary.md").exists() and "my-notes.md" not in json.loads((run / MARKER).read_text())["files"]
+
+
+def test_data_build_never_writes_over_existing_files_without_overwrite(tmp_path, capsys):
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "p.rsp").write_text(
+        "=== add\nAdd.\n--- signature\nfn add(a: i32, b: i32) -> i32\n--- solution\n"
+        "fn add(a: i32, b: i32) -> i32 { a + b }\n--- tests\nassert_eq!(add(1, 2), 3);\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "eval.jsonl").write_text("my own eval set\n")
+    (out / "keep.txt").write_text("mine\n")
+    assert cli.main(["data", "build", "--source", str(source), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already holds eval.jsonl" in err and "--overwrite" in err
+    assert sorted(p.name for p in out.iterdir()) == ["eval.jsonl", "keep.txt"]  # nothing written, nothing lost
+    assert (out / "eval.jsonl").read_text() == "my own eval set\n"
+    assert cli.main(["data", "build", "--source", str(source), "--out", str(out), "--overwrite"]) == 0
+    assert (out / "keep.txt").read_text() == "mine\n" and (out / "train.jsonl").exists()
 
 
 def test_a_file_where_the_folder_should_be_is_refused(tmp_path):

@@ -20,7 +20,7 @@ import json
 import re
 from pathlib import Path
 
-from reward_sandbox.outfiles import write_lines
+from reward_sandbox.outfiles import OutputPathError, check_output_file, write_lines
 
 from .schema import DataError, Problem
 
@@ -91,9 +91,13 @@ def split_every(problems: list[Problem], every: int) -> dict[str, list[Problem]]
     return splits
 
 
-def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
+def build_dataset(source_dir: Path, out_dir: Path, *, overwrite: bool = False) -> dict[str, int]:
     """The main split and demo from ``source_dir/*.rsp``, then one train/eval pair per tier folder.
-    Ids must be unique across all of them: a tier problem must never be a main held-out one."""
+    Ids must be unique across all of them: a tier problem must never be a main held-out one.
+
+    Writes only ``NAME.jsonl`` files into ``out_dir`` and deletes nothing. One that exists is replaced
+    only with ``overwrite``; without it every name is checked before anything is written, so a
+    refused build leaves the folder as it was (:class:`OutputPathError` names the files)."""
     problems = load_sources(source_dir)
     splits = split_every(problems, EVAL_EVERY)
     splits["demo"] = sorted(splits["train"], key=lambda p: len(p.solution) + len(p.tests))[:DEMO_SIZE]
@@ -106,7 +110,13 @@ def build_dataset(source_dir: Path, out_dir: Path) -> dict[str, int]:
         tier_splits = {"train": rows} if tier.name in TRAIN_ONLY_TIERS else split_every(rows, TIER_EVAL_EVERY)
         for split, tier_rows in tier_splits.items():
             splits[f"{tier.name}-{split}"] = tier_rows
-    out_dir.mkdir(parents=True, exist_ok=True)
+    targets = [out_dir / f"{name}.jsonl" for name in splits]
+    if not overwrite and (existing := [t.name for t in targets if t.exists() or t.is_symlink()]):
+        raise OutputPathError(
+            f"{out_dir}: already holds {', '.join(existing)}; pass --overwrite to replace them, or choose another --out"
+        )
+    for target in targets:
+        check_output_file(target, overwrite=True)
     for name, rows in splits.items():
         write_lines(out_dir / f"{name}.jsonl", (json.dumps(p.to_dict()) for p in rows))
     return {name: len(rows) for name, rows in splits.items()}

@@ -142,3 +142,30 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     if not Path(path).exists():
         return []
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+class RecordOutputsCallback(TrainerCallback):
+    """Adds the run's files to its folder's manifest (``outdir.record_outputs``) at every step, log and
+    checkpoint, so a run killed outright still leaves a list that a later ``--overwrite`` deletes by
+    (a file missing from it is kept, never deleted). Added last, it runs after the callbacks that write."""
+
+    def __init__(self, output_dir: Path) -> None:
+        self.output_dir = Path(output_dir)
+
+    def _record(self, state: Any) -> None:
+        if state.is_world_process_zero:
+            from ..outdir import record_outputs
+
+            record_outputs(self.output_dir)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._record(state)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._record(state)
+
+    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._record(state)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._record(state)

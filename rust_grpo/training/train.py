@@ -253,20 +253,30 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path
     """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir, ``overwrite``
     replaces an earlier run there. Without either, an output dir that holds anything is refused
     (``outdir.claim_output_dir``): a run never mixes with, or deletes, what it did not write."""
-    from ..outdir import claim_output_dir
+    from ..outdir import claim_output_dir, record_outputs
 
     out = Path(cfg.train.output_dir)
-    if is_main_process():
-        claim_output_dir(out, "run", resume=resume, overwrite=overwrite)
+    if not is_main_process():
+        return _train(cfg, out, resume)
+    claim_output_dir(out, "run", resume=resume, overwrite=overwrite)
+    try:
+        return _train(cfg, out, resume)
+    finally:
+        record_outputs(out)  # the manifest a later --overwrite deletes by, however the run ended
+
+
+def _train(cfg: RunConfig, out: Path, resume: bool) -> Path:
     checkpoint = latest_checkpoint(out) if resume else None
     if resume and checkpoint is None:
         log.warning("--resume: no checkpoint in %s, starting fresh", out)
+    from .callbacks import RecordOutputsCallback
     from .interrupt import StopOnInterrupt, interrupt_at_step_end
 
     stop = StopOnInterrupt()
     with interrupt_at_step_end(stop):  # from the cold start on: its loop checks the same record
         trainer, _context = build_trainer(cfg)
         trainer.add_callback(stop)
+        trainer.add_callback(RecordOutputsCallback(out))
         trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"
     trainer.save_model(str(final))  # every rank: ZeRO-3/FSDP gather the weights; only the main one writes

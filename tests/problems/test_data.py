@@ -96,7 +96,7 @@ def test_shipped_problem_set_is_large_complete_and_built_from_its_sources(tmp_pa
     assert counts["train"] + counts["eval"] == len(problems) and counts["eval"] >= 40
     for split in ("train", "eval", "demo"):
         assert (tmp_path / f"{split}.jsonl").read_text() == (ROOT / "data" / f"{split}.jsonl").read_text(), (
-            f"data/{split}.jsonl is stale: run `rust-grpo data build`"
+            f"data/{split}.jsonl is stale: run `rust-grpo data build --overwrite`"
         )
     train_ids = {p.id for p in load_problems(str(ROOT / "data" / "train.jsonl"))}
     assert not train_ids & {p.id for p in load_problems(str(ROOT / "data" / "eval.jsonl"))}
@@ -108,7 +108,7 @@ def test_a_tier_folder_builds_its_own_split_and_leaves_the_main_one_alone(tmp_pa
     assert counts["drills-train"] >= 45 and "drills-eval" not in counts  # a train-only tier: nothing held out
     for split in ("basics-train", "basics-eval", "drills-train"):
         assert (tmp_path / f"{split}.jsonl").read_text() == (ROOT / "data" / f"{split}.jsonl").read_text(), (
-            f"data/{split}.jsonl is stale: run `rust-grpo data build`"
+            f"data/{split}.jsonl is stale: run `rust-grpo data build --overwrite`"
         )
     basics = load_sources(ROOT / "data" / "source" / "basics")
     assert all(len(re.findall(r"\bassert(?:_eq|_ne)?!", p.tests)) >= 4 for p in basics)
