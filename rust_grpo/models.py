@@ -135,3 +135,37 @@ def resolve_model(name_or_path: str, cache_dir: Path | None = None) -> str:
     if name_or_path.endswith(".gguf"):
         return str(gguf_checkpoint(Path(name_or_path).expanduser(), cache_dir))
     return name_or_path
+
+
+def merged_checkpoint(base: str, adapter: str, cache_dir: Path | None = None) -> Path:
+    """``base`` with the LoRA ``adapter`` merged into its weights, saved once and keyed by the
+    adapter's content: the checkpoint vLLM loads, since the CPU build serves no LoRA adapters (and
+    one merged model is what TRL sends vLLM during training too)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base_path = Path(resolve_model(base, cache_dir))
+    h = hashlib.sha256(str(base_path.resolve()).encode())
+    for f in sorted(base_path.glob("*")) if base_path.is_dir() else []:  # a base retrained in place
+        h.update(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}".encode())
+    for name in ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin"):
+        if (Path(adapter) / name).is_file():
+            h.update(name.encode() + bytes.fromhex(_digest(Path(adapter) / name)))
+    target = (cache_dir or default_cache_dir()) / f"merged-{h.hexdigest()[:12]}"
+    if (target / "config.json").exists():
+        return target
+    log.info("merging the adapter %s into %s (once; cached in %s)", adapter, base, target)
+    model = AutoModelForCausalLM.from_pretrained(resolve_model(base, cache_dir), dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    merged.save_pretrained(staged)
+    AutoTokenizer.from_pretrained(adapter).save_pretrained(staged)
+    try:
+        os.replace(staged, target)
+    except OSError:  # another process merged the same adapter first: keep its copy
+        shutil.rmtree(staged, ignore_errors=True)
+        if not (target / "config.json").exists():
+            raise
+    return target

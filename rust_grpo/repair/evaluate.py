@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.sampling import SamplingSettings
+from ..evaluation.sampling import SamplingSettings, resolve_backend
 from ..evaluation.scoring import Completion, score_record, summarize
 from ..problems.answer_format import THINK, AnswerFormat
 from ..problems.schema import Problem, chat_prompt, job_columns
@@ -67,23 +67,15 @@ def hf_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None 
 
 
 def vllm_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None = None) -> ChatGenerator:
-    """One sampled answer per conversation with vLLM's ``LLM.chat`` (GPU)."""
-    try:
-        from vllm import LLM, SamplingParams
-    except ImportError as exc:
-        raise RuntimeError("--backend vllm needs vLLM and a CUDA GPU: pip install -e '.[vllm]'") from exc
-    from ..evaluation.sampling import vllm_engine_args
+    """One sampled answer per conversation with vLLM's ``LLM.chat`` (one engine for every turn)."""
+    from ..evaluation.sampling import vllm_checkpoint, vllm_sampling_params
+    from ..vllm_engine import start_engine
 
-    llm = LLM(**vllm_engine_args(model_path, s.seed, adapter))
-    params = SamplingParams(n=1, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, seed=s.seed)
-    kwargs: dict[str, Any] = {}
-    if adapter:
-        from vllm.lora.request import LoRARequest
-
-        kwargs["lora_request"] = LoRARequest("adapter", 1, adapter)
+    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed)
+    params = vllm_sampling_params(s, 1)
 
     def generate(chats: list[Chat]) -> list[str]:
-        return [result.outputs[0].text for result in llm.chat(chats, params, **kwargs)]
+        return [result.outputs[0].text for result in llm.chat(chats, params, use_tqdm=False)]
 
     return generate
 
@@ -168,7 +160,8 @@ def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> in
     fmt = cfg.data.format() if cfg else THINK
     weights = cfg.reward.weights if cfg else RewardConfig().weights
     max_chars = cfg.repair.max_feedback_chars if cfg else 1200
-    make = {"hf": hf_chat_generator, "vllm": vllm_chat_generator}[args.backend]
+    backend = resolve_backend(args.backend)
+    make = {"hf": hf_chat_generator, "vllm": vllm_chat_generator}[backend]
     generate = make(args.model, settings, args.adapter)
     with command_grader(args, "grading turns") as grader:
         records = run_repair_eval(problems, generate, grader, args.samples, args.repair_turns, weights, fmt, max_chars)
@@ -185,7 +178,7 @@ def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> in
         "model": args.model,
         "adapter": args.adapter,
         "dataset": args.dataset,
-        "backend": args.backend,
+        "backend": backend,
         "config": args.config,
         "repair_turns": args.repair_turns,
         "isolation": level,

