@@ -6,7 +6,9 @@ answer format), the same lengths and sampling settings (temperature 1, top-p 1),
 same cores. Tokens are counted the same way for both: each completion's text tokenized again.
 transformers samples as the evaluation does (all samples of one problem in one `generate` call,
 `--batch-problems` problems a call); vLLM gets every prompt in one call, as `rust-grpo eval` does.
-Engine start (vLLM) and model load (transformers) are timed apart from sampling.
+Engine start (vLLM) and model load (transformers) are timed apart from sampling. Both engines run in
+each precision of --dtypes (bfloat16: vLLM's default on a CPU with AVX512-BF16/AMX, as here; float32:
+the checkpoint's, transformers' default), so every ratio compares like with like.
 Target (issue 45): vLLM at least 5x transformers in tokens per second.
 """
 
@@ -36,10 +38,11 @@ def count_tokens(tokenizer, texts: list[str]) -> int:  # type: ignore[no-untyped
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problems", type=int, default=4)
+    parser.add_argument("--problems", type=int, default=8)
     parser.add_argument("--samples", type=int, default=8, help="completions per problem")
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--batch-problems", type=int, default=2, help="problems per transformers generate call")
+    parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"], help="each engine runs in each")
     parser.add_argument("--out", type=Path, default=Path("runs/bench/sampling.json"))
     args = parser.parse_args()
 
@@ -50,45 +53,45 @@ def main() -> int:
     model = resolve_model(cfg.model.name_or_path)
     s = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=1.0, top_p=1.0)
 
-    start = time.perf_counter()
-    llm = start_engine(model, seed=0)
-    vllm_start = time.perf_counter() - start
-    start = time.perf_counter()
-    outputs = llm.chat(chats, vllm_sampling_params(s, s.samples), use_tqdm=False)
-    vllm_s = time.perf_counter() - start
-    vllm_texts = [o.text for r in outputs for o in r.outputs]
-    del llm
-
-    start = time.perf_counter()
-    hf_model, tokenizer, device = load_hf(model)
-    hf_load = time.perf_counter() - start
-    start = time.perf_counter()
-    hf_texts: list[str] = []
-    for i in range(0, len(chats), args.batch_problems):
-        hf_texts += sample_hf(hf_model, tokenizer, device, chats[i : i + args.batch_problems], s, s.samples)
-    hf_s = time.perf_counter() - start
-
-    vllm_tokens, hf_tokens = count_tokens(tokenizer, vllm_texts), count_tokens(tokenizer, hf_texts)
-    report = {
+    report: dict[str, object] = {
         "provenance": provenance(),
         "model": cfg.model.name_or_path,
         "settings": {**vars(args), "out": str(args.out), "temperature": 1.0, "top_p": 1.0},
-        "vllm": {
-            "engine_start_s": vllm_start,
-            "seconds": vllm_s,
-            "tokens": vllm_tokens,
-            "tokens_per_s": vllm_tokens / vllm_s,
-        },
-        "transformers": {"load_s": hf_load, "seconds": hf_s, "tokens": hf_tokens, "tokens_per_s": hf_tokens / hf_s},
     }
-    report["speedup"] = report["vllm"]["tokens_per_s"] / report["transformers"]["tokens_per_s"]
+    tokenizer = load_hf(model)[1]
+    for dtype in args.dtypes:
+        start = time.perf_counter()
+        llm = start_engine(model, seed=0, dtype=dtype)
+        started = time.perf_counter() - start
+        start = time.perf_counter()
+        outputs = llm.chat(chats, vllm_sampling_params(s, s.samples), use_tqdm=False)
+        seconds = time.perf_counter() - start
+        tokens = count_tokens(tokenizer, [o.text for r in outputs for o in r.outputs])
+        del llm
+        vllm = {"engine_start_s": started, "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+
+        start = time.perf_counter()
+        hf_model, tokenizer, device = load_hf(model, dtype=dtype)
+        loaded = time.perf_counter() - start
+        start = time.perf_counter()
+        texts: list[str] = []
+        for i in range(0, len(chats), args.batch_problems):
+            texts += sample_hf(hf_model, tokenizer, device, chats[i : i + args.batch_problems], s, s.samples)
+        seconds = time.perf_counter() - start
+        tokens = count_tokens(tokenizer, texts)
+        del hf_model
+        hf = {"load_s": loaded, "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+        speedup = vllm["tokens_per_s"] / hf["tokens_per_s"]
+        report[dtype] = {"vllm": vllm, "transformers": hf, "speedup": speedup}
+        print(
+            f"{dtype}: vLLM {vllm['tokens_per_s']:.0f} tokens/s (engine start {vllm['engine_start_s']:.1f} s), "
+            f"transformers {hf['tokens_per_s']:.0f} tokens/s (load {hf['load_s']:.1f} s): {speedup:.1f}x "
+            f"({len(chats)} prompts x {args.samples} samples x {args.max_new_tokens} tokens)",
+            flush=True,
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(
-        f"vLLM {report['vllm']['tokens_per_s']:.0f} tokens/s (engine start {vllm_start:.1f} s), transformers "
-        f"{report['transformers']['tokens_per_s']:.0f} tokens/s (load {hf_load:.1f} s): {report['speedup']:.1f}x "
-        f"({len(chats)} prompts x {args.samples} samples x {args.max_new_tokens} tokens) -> {args.out}"
-    )
+    print(f"-> {args.out}")
     return 0
 
 

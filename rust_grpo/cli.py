@@ -150,6 +150,7 @@ def _eval(args: argparse.Namespace) -> int:
         top_p=args.top_p,
         batch_problems=args.batch,
         seed=args.seed,
+        dtype=args.dtype,
     )
     if args.repair_turns != 1:  # multi-turn repair episodes: pass rates after each turn
         from .repair.evaluate import eval_with_repair
@@ -371,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "vllm", "hf"],
         default="auto",
         help="sampling engine: vllm (CPU or GPU build), hf (transformers generate), auto (vllm when installed)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=["auto", "float32", "bfloat16"],
+        default="auto",
+        help="weights' precision for sampling (auto: the checkpoint's for hf; bfloat16 where the CPU computes it natively, else float32, for vllm)",
     )
     p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per completion")
     p.add_argument(

@@ -24,6 +24,10 @@ class SamplingSettings:
     top_p: float = 0.95
     batch_problems: int = 4
     seed: int = 0
+    dtype: str = "auto"  # auto: the checkpoint's (transformers); bfloat16 where the CPU has it, else float32 (vLLM)
+
+
+DTYPES = ("auto", "float32", "bfloat16")
 
 
 def _batches(items: list[Problem], size: int) -> Iterator[list[Problem]]:
@@ -31,7 +35,7 @@ def _batches(items: list[Problem], size: int) -> Iterator[list[Problem]]:
         yield items[i : i + size]
 
 
-def load_hf(model_path: str, adapter: str | None = None) -> tuple[Any, Any, str]:
+def load_hf(model_path: str, adapter: str | None = None, dtype: str = "auto") -> tuple[Any, Any, str]:
     """The model (with its LoRA adapter, if any) in eval mode, its tokenizer (left padding) and device."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -44,7 +48,8 @@ def load_hf(model_path: str, adapter: str | None = None) -> tuple[Any, Any, str]
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype="auto").to(device)  # type: ignore[arg-type]
+    torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype).to(device)  # type: ignore[arg-type]
     if adapter:
         from peft import PeftModel
 
@@ -83,7 +88,7 @@ def generate_hf(
     from tqdm import tqdm
 
     torch.manual_seed(s.seed)
-    model, tokenizer, device = load_hf(model_path, adapter)
+    model, tokenizer, device = load_hf(model_path, adapter, s.dtype)
     out: list[Completion] = []
     for batch in tqdm(list(_batches(problems, s.batch_problems)), desc="generating", unit="batch"):
         chats = [chat_prompt(p, fmt) for p in batch]
@@ -98,6 +103,11 @@ def vllm_checkpoint(model_path: str, adapter: str | None = None) -> str:
     from ..models import merged_checkpoint, resolve_model
 
     return str(merged_checkpoint(model_path, adapter)) if adapter else resolve_model(model_path)
+
+
+def vllm_dtype(s: SamplingSettings) -> dict[str, str]:
+    """The engine's dtype when the settings name one (else :func:`~rust_grpo.vllm_engine.start_engine`'s)."""
+    return {} if s.dtype == "auto" else {"dtype": s.dtype}
 
 
 def vllm_sampling_params(s: SamplingSettings, n: int) -> Any:
@@ -116,10 +126,14 @@ def generate_vllm(
     adapter: str | None = None,
 ) -> list[Completion]:
     """``s.samples`` answers to each problem from one vLLM engine, all prompts in one call."""
+    import gc
+
     from ..vllm_engine import start_engine
 
-    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed)
+    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed, **vllm_dtype(s))
     outputs = llm.chat([chat_prompt(p, fmt) for p in problems], vllm_sampling_params(s, s.samples), use_tqdm=False)
+    del llm
+    gc.collect()  # the engine's KV cache (VLLM_CPU_KVCACHE_SPACE) goes now, not when a cycle is found
     return [Completion(p.id, o.text, j) for p, result in zip(problems, outputs) for j, o in enumerate(result.outputs)]
 
 

@@ -54,7 +54,7 @@ def hf_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None 
     from ..evaluation.sampling import load_hf, sample_hf
 
     torch.manual_seed(s.seed)
-    model, tokenizer, device = load_hf(model_path, adapter)
+    model, tokenizer, device = load_hf(model_path, adapter, s.dtype)
     size = max(1, s.batch_problems * s.samples)
 
     def generate(chats: list[Chat]) -> list[str]:
@@ -68,10 +68,10 @@ def hf_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None 
 
 def vllm_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None = None) -> ChatGenerator:
     """One sampled answer per conversation with vLLM's ``LLM.chat`` (one engine for every turn)."""
-    from ..evaluation.sampling import vllm_checkpoint, vllm_sampling_params
+    from ..evaluation.sampling import vllm_checkpoint, vllm_dtype, vllm_sampling_params
     from ..vllm_engine import start_engine
 
-    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed)
+    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed, **vllm_dtype(s))
     params = vllm_sampling_params(s, 1)
 
     def generate(chats: list[Chat]) -> list[str]:

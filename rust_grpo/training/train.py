@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from ..config import LoraSettings, ModelConfig, RewardConfig, RunConfig
 from ..problems.schema import Problem, to_training_rows
 from ..rewards.functions import RewardContext, build_reward_functions
+from ..vllm_engine import cpu_has_native_bf16
 from .canaries import CANARY_COLUMN, CanaryWatch, canary_guard, is_canary_id, make_canaries
 
 log = logging.getLogger("rust_grpo")
@@ -138,15 +139,6 @@ def _dtype(name: str) -> Any:
     import torch
 
     return {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX); elsewhere torch emulates
-    it, and bf16 autocast can be slower than float32."""
-    import torch
-
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
 def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tuple[Any, RewardContext]:

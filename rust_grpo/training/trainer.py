@@ -60,7 +60,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         if colocated_on_cpu:
             from .vllm_colocate import cpu_engine_arguments, reload_policy_weights
 
-            with cpu_engine_arguments(kwargs["args"].seed):
+            with cpu_engine_arguments(kwargs["args"].seed, bool(kwargs["args"].bf16)):
                 super().__init__(*args, **kwargs)
             self.vllm_generation.sync_weights = functools.partial(reload_policy_weights, self.vllm_generation)
         else:

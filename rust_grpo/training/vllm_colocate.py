@@ -12,8 +12,8 @@ step, sends it the policy's weights (LoRA merged in) one parameter at a time thr
   the whole model (~1 s for SmolLM2-135M on 2 cores), fed by TRL's own iterator, which merges the
   adapter while it is read and unmerges it after.
 - **Engine arguments.** TRL passes a fixed set of arguments to ``vllm.LLM``; the CPU engine also
-  needs eager mode (torch.compile costs 50-80 s per start) and float32 (the trainer's precision, so
-  the importance-sampling correction compares like with like). :func:`cpu_engine_arguments` adds
+  needs eager mode (torch.compile costs 50-80 s per start) and the trainer's precision (bfloat16
+  under ``train.bf16``, else float32), so the importance-sampling correction compares like with like. :func:`cpu_engine_arguments` adds
   them for the one call TRL makes while the trainer is built.
 
 Server mode and sleep mode are refused on the CPU: TRL streams weights to a ``trl vllm-serve``
@@ -31,7 +31,7 @@ from ..vllm_engine import engine_kwargs, prepare_environment
 
 
 @contextmanager
-def cpu_engine_arguments(seed: int) -> Iterator[None]:
+def cpu_engine_arguments(seed: int, bf16: bool) -> Iterator[None]:
     """While the trainer is built, TRL's ``vllm.LLM(...)`` call also gets :func:`engine_kwargs`, and
     ``seed`` is added to the engine seed TRL passes (its process index): the CPU worker reseeds
     Python's, NumPy's and torch's generators with that seed, so without it every ``train.seed``
@@ -44,7 +44,7 @@ def cpu_engine_arguments(seed: int) -> Iterator[None]:
 
     def engine(*args: Any, **kwargs: Any) -> Any:
         kwargs["seed"] = seed + int(kwargs.get("seed") or 0)
-        return original(*args, **{**kwargs, **engine_kwargs()})
+        return original(*args, **{**kwargs, **engine_kwargs(bf16)})
 
     saved = dict(os.environ)
     vllm_generation.LLM = engine

@@ -102,7 +102,8 @@ def test_vllm_samples_the_same_completions_with_the_same_seed(tmp_path):
 
 def eval_cli(model, dataset, out, backend):
     argv = ["eval", "--model", model, "--dataset", dataset, "--limit", "4", "--samples", "1"]
-    argv += ["--temperature", "0", "--max-new-tokens", "160", "--backend", backend, "--out", str(out), "-q"]
+    argv += ["--temperature", "0", "--max-new-tokens", "160", "--dtype", "float32", "--backend", backend]
+    argv += ["--out", str(out), "-q"]
     proc = subprocess.run([sys.executable, "-m", "rust_grpo.cli", *argv], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
@@ -116,8 +117,8 @@ def eval_cli(model, dataset, out, backend):
 
 @pytest.mark.cargo
 def test_eval_through_vllm_grades_like_the_transformers_path(tmp_path):
-    """Greedy answers of a float32 model: both engines mostly write the same text, and where they do,
-    every verdict of the report agrees."""
+    """Greedy answers of a float32 model, both engines in float32: they mostly write the same text, and
+    where they do, every verdict of the report agrees."""
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
     problems = load_problems(cfg.data.train, max_rows=4)
     model = resolve_model_path(cfg.model, problems, cfg.data.format())
