@@ -104,6 +104,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"reward-sandbox: {len(results)} jobs in {elapsed:.1f}s ({len(results) / max(elapsed, 1e-9):.1f}/s): {summary}",
         file=sys.stderr,
     )
+    if not results or counts.get("invalid_input", 0) == len(results):
+        print(
+            f"reward-sandbox: no job could be read from {args.input} (the reasons are in {args.output}); "
+            "each line must be a JSON object with at least 'source'",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 

@@ -130,7 +130,16 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     from .cache import default_cache_dir
     from .service.client import split_urls
 
-    limits = Limits.from_dict(json.loads(args.limits)) if getattr(args, "limits", None) else Limits()
+    limits = Limits()
+    if getattr(args, "limits", None):
+        try:
+            limits = Limits.from_dict(json.loads(args.limits))
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"--limits {args.limits!r}: not JSON ({exc.msg}); give an object such as '{{\"run_cpu_s\": 5}}'"
+            ) from None
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"--limits {args.limits!r}: {exc}") from None
     cache_dir = "" if getattr(args, "no_cache", False) else str(getattr(args, "cache_dir", None) or default_cache_dir())
     return Settings(
         isolation=args.isolation,

@@ -493,7 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        hint = {"train": "; continue from the last checkpoint with --resume", "demo": "; run it again to restart"}
+        hint = {
+            "train": "; continue from the last checkpoint with --resume",
+            "demo": "; run it again with --overwrite to restart",
+        }
         print(f"rust-grpo: interrupted{hint.get(args.command, '')}", file=sys.stderr)
         return 130
     except (ValueError, IsolationUnavailable, ToolchainError, OSError) as exc:

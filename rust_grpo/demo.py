@@ -45,7 +45,7 @@ def run_demo(
     from .training.train import resolve_model_path
 
     cfg = load_config(config, [f'train.output_dir="{out}"', f"train.max_steps={steps}"])
-    final = train(cfg, overwrite=overwrite)
+    final = train(cfg, overwrite=overwrite, can_resume=False)
     problems = cfg.data.problems()
     fmt = cfg.data.format()
     base = resolve_model_path(cfg.model, problems, fmt)

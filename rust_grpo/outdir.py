@@ -105,13 +105,16 @@ def _delete_listed(path: Path, listed: set[str]) -> None:
             folder.rmdir()
 
 
-def claim_output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: bool = False) -> Path:
+def claim_output_dir(
+    path: Path, kind: str, *, resume: bool = False, overwrite: bool = False, can_resume: bool = True
+) -> Path:
     """Make ``path`` this command's output folder of ``kind``, or raise :class:`OutputPathError`.
 
     New or empty (the marker aside): created and marked. Marked with ``kind``: kept as it is with
     ``resume``; with ``overwrite``, the files its manifest lists are deleted and any others kept (and
     named in a warning); refused otherwise. Anything else (the user's files, another kind of output,
-    a file where the folder should be) is refused, with or without ``overwrite``.
+    a file where the folder should be) is refused, with or without ``overwrite``. ``can_resume``:
+    whether the command has a ``--resume`` to suggest (``demo`` has none).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown output kind {kind!r}")
@@ -141,7 +144,7 @@ def claim_output_dir(path: Path, kind: str, *, resume: bool = False, overwrite: 
             _write_marker(path, kind, ours, foreign)
             return path
         if not overwrite:
-            more = " --resume to continue it, or" if kind == "run" else ""
+            more = " --resume to continue it, or" if kind == "run" and can_resume else ""
             raise OutputPathError(f"{path}: holds an earlier {kind}; pass{more} --overwrite to replace it")
         if "files" not in marker:
             raise OutputPathError(

@@ -36,6 +36,8 @@ def on_cpu() -> bool:
 def prepare_environment() -> None:
     """The environment vLLM reads when it is imported and when an engine starts (user values win)."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # the CPU worker logs a warning at every torch.set_num_threads call it refuses: errors only
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     if on_cpu():
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
 

@@ -100,6 +100,7 @@ def test_duplicate_samples_are_refused_so_pass_at_k_counts_each_answer_once(tmp_
         (["run", "-i", "{tmp}/j.jsonl", "-o", "{tmp}/o.jsonl", "--cache-disk-mb", "-5"], "outside [0,"),
         (["run", "-i", "{tmp}/j.jsonl", "-o", "{tmp}/o.jsonl", "--limits", '{"nope": 1}'], "unknown limit(s): nope"),
         (["run", "-i", "{tmp}/missing.jsonl", "-o", "{tmp}/o.jsonl"], "No such file"),
+        (["run", "-i", "{tmp}/j.jsonl", "-o", "{tmp}/o.jsonl", "--limits", "notjson"], "--limits 'notjson': not JSON"),
     ],
 )
 def test_reward_sandbox_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv, says):
@@ -108,6 +109,17 @@ def test_reward_sandbox_mistakes_are_one_line_and_exit_2(tmp_path, capsys, argv,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    "content", ["", "not json at all\n", json.dumps({"problem_id": "p", "completion": "x"}) + "\n"]
+)
+def test_reward_sandbox_run_exits_2_when_no_job_could_be_read(tmp_path, capsys, content):
+    """An empty file, or one of another format, is a mistake, not a run whose every job is invalid."""
+    (tmp_path / "j.jsonl").write_text(content)
+    code = sandbox_cli.main(["run", "-i", str(tmp_path / "j.jsonl"), "-o", str(tmp_path / "o.jsonl")])
+    assert code == 2 and "no job could be read from" in capsys.readouterr().err
 
 
 def test_help_shows_defaults_and_presets_and_there_is_a_version(capsys):

@@ -171,7 +171,7 @@ def test_a_folder_left_holding_only_the_marker_is_reused_without_overwrite(tmp_p
     assert claim_output_dir(tmp_path / "r", "report") == tmp_path / "r"
 
 
-def test_demo_overwrite_of_an_earlier_run_keeps_the_users_files(tmp_path):
+def test_demo_overwrite_of_an_earlier_run_keeps_the_users_files(tmp_path, capsys):
     """The newcomer's path: `demo --out DIR` twice, with a file of theirs added in between."""
     run = tmp_path / "demo"
     assert cli.main(["demo", "--out", str(run), "--steps", "1"]) == 0
@@ -179,6 +179,10 @@ def test_demo_overwrite_of_an_earlier_run_keeps_the_users_files(tmp_path):
     assert cli.main(["demo", "--out", str(run), "--steps", "1", "--overwrite"]) == 0
     assert (run / "my-notes.md").read_text() == "what I saw\n"
     assert (run / "summary.md").exists() and "my-notes.md" not in json.loads((run / MARKER).read_text())["files"]
+    capsys.readouterr()
+    assert cli.main(["demo", "--out", str(run), "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --overwrite to replace it" in err and "--resume" not in err  # demo has no --resume
 
 
 def test_data_build_never_writes_over_existing_files_without_overwrite(tmp_path, capsys):
@@ -199,6 +203,14 @@ def test_data_build_never_writes_over_existing_files_without_overwrite(tmp_path,
     assert (out / "eval.jsonl").read_text() == "my own eval set\n"
     assert cli.main(["data", "build", "--source", str(source), "--out", str(out), "--overwrite"]) == 0
     assert (out / "keep.txt").read_text() == "mine\n" and (out / "train.jsonl").exists()
+
+
+def test_outputs_are_as_readable_as_the_users_other_files(tmp_path):
+    from reward_sandbox.outfiles import write_text
+
+    write_text(tmp_path / "report.md", "# report\n")
+    (tmp_path / "plain.md").write_text("# made by open()\n")
+    assert (tmp_path / "report.md").stat().st_mode & 0o777 == (tmp_path / "plain.md").stat().st_mode & 0o777
 
 
 def test_a_file_where_the_folder_should_be_is_refused(tmp_path):

@@ -267,7 +267,7 @@ def latest_checkpoint(output_dir: Path) -> str | None:
     return str(checkpoints[-1]) if checkpoints else None
 
 
-def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path:
+def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False, can_resume: bool = True) -> Path:
     """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir, ``overwrite``
     replaces an earlier run there. Without either, an output dir that holds anything is refused
     (``outdir.claim_output_dir``): a run never mixes with, or deletes, what it did not write."""
@@ -276,7 +276,7 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False) -> Path
     out = Path(cfg.train.output_dir)
     if not is_main_process():
         return _train(cfg, out, resume)
-    claim_output_dir(out, "run", resume=resume, overwrite=overwrite)
+    claim_output_dir(out, "run", resume=resume, overwrite=overwrite, can_resume=can_resume)
     try:
         return _train(cfg, out, resume)
     finally:
