@@ -146,6 +146,7 @@ def main() -> int:
     if args.grpo_steps:
         overrides.append(f"train.max_steps={args.grpo_steps}")
     cfg = load_config(args.config, overrides)
+    origin = provenance()  # at the start: the code that runs is the tree as it is now
     started = time.monotonic()
 
     from rust_grpo.models import resolve_model
@@ -214,7 +215,7 @@ def main() -> int:
         grpo_gain_over_sft=gains,
         wall_s=round(time.monotonic() - started),
     )
-    report["provenance"] = {**provenance(), "backend": args.backend, "overrides": overrides, "config": args.config}
+    report["provenance"] = {**origin, "backend": args.backend, "overrides": overrides, "config": args.config}
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
     plot_learning(report, steps, args.out / "learning.png")
     gain = float(stages["grpo"]["build"]) - float(stages["sft"]["build"])  # type: ignore[arg-type]
