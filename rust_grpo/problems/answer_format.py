@@ -28,8 +28,7 @@ class AnswerFormat:
 
     def follows(self, parsed: ParsedCompletion) -> bool:
         """The completion has the requested shape (one ```rust block, and reasoning first if asked)."""
-        one_block = parsed.rust_blocks == 1 and parsed.other_blocks == 0
-        return parsed.format_ok if self.needs_think else one_block
+        return parsed.format_ok if self.needs_think else parsed.lone_block
 
     def render(self, reasoning: str, code: str) -> str:
         """A reference answer in this format (the warm start trains on these)."""

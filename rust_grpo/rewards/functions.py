@@ -277,7 +277,7 @@ def format_reward(e: Evaluation, _min_tests: int) -> float:
     block; oxen: exactly one ```rust block); 0.5 for the block alone in the think format."""
     if e.format_ok:
         return 1.0
-    return 0.5 if e.parsed.rust_blocks == 1 and e.parsed.other_blocks == 0 else 0.0
+    return 0.5 if e.parsed.lone_block else 0.0
 
 
 def _test_module(code: str) -> str | None:
@@ -316,7 +316,7 @@ def asserts_reward(e: Evaluation, _min_tests: int) -> float:
 
 def code_block_reward(e: Evaluation, _min_tests: int) -> float:
     """1 for exactly one ```rust block."""
-    return 1.0 if e.parsed.rust_blocks == 1 else 0.0
+    return 1.0 if e.parsed.lone_block else 0.0
 
 
 def tests_present_reward(e: Evaluation, min_tests: int) -> float:

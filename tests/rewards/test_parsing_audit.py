@@ -22,12 +22,38 @@ def test_well_formed_answer():
         ("<think>x</think>\n```python\nprint(1)\n```", "not tagged ```rust"),
         ("```rust\nfn f() {}\n```\n<think>late</think>", "before </think>"),
         ("<think>x", "unclosed <think>"),
+        # the shape is read from positions and counts, never from a mention (issue 46, item 7)
+        ("<think>\n```rust\nfn f() {}\n```\n</think>\nThe ```rust block above.\n", "inside <think>"),
+        (GOOD + "and ```python extra```\n", "another fence"),
+        (GOOD + "```rust,ignore\nfn g() {}\n```\n", "another fence"),
+        (GOOD + "~~~rust\nfn g() {}\n~~~\n", "another fence"),
+        (GOOD + "~~~\nnotes\n~~~\n", "another fence"),
+        (GOOD + "<think>\n", "a stray <think>"),
+        ("<think>a</think>\n</think>\n```rust\nfn f() {}\n```\n", "a stray <think> or </think>"),
     ],
 )
 def test_malformed_answers_are_not_format_ok(text, problem):
     p = parse_completion(text)
     assert not p.format_ok
     assert any(problem in msg for msg in p.problems), p.problems
+
+
+@pytest.mark.parametrize(
+    "extra", ["and ```python extra```\n", "```rust,ignore\nfn g() {}\n```\n", "~~~rust\nfn g() {}\n~~~\n"]
+)
+def test_no_format_pays_for_a_block_beside_another_fence(extra):
+    """Neither the half format reward, the code_block reward, nor the oxen format's "one block"."""
+    from rust_grpo.problems.answer_format import answer_format
+
+    bare = "```rust\npub fn f() {}\n```\n"
+    assert parse_completion(bare).lone_block and answer_format("oxen").follows(parse_completion(bare))
+    assert not parse_completion(bare + extra).lone_block
+    assert not answer_format("oxen").follows(parse_completion(bare + extra))
+
+
+def test_doc_test_fences_inside_the_rust_block_are_the_codes_own():
+    text = "<think>\nx\n</think>\n```rust\n/// ```\n/// assert!(f());\n/// ```\npub fn f() -> bool { true }\n```\n"
+    assert parse_completion(text).format_ok
 
 
 def test_windows_newlines_and_untagged_single_block():
