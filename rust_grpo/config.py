@@ -538,6 +538,8 @@ def load_run_config(path: str) -> RunConfig:
     if path.endswith(".json"):
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); give the config.json a run wrote") from None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path}: cannot read a run config ({exc})") from None
         return from_dict(data, path)
@@ -567,6 +569,10 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
             ) from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): give a TOML config or a preset") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: is a folder; give a TOML config file or a preset") from None
     for text in overrides or []:
         keys, value = parse_override(text)
         if len(keys) < 2:

@@ -37,6 +37,8 @@ DIFFICULTY = ["data", "difficulty", "data/eval.jsonl", "--model", "m", "--out", 
         (["data", "import", "--format", "humaneval", "{tmp}/nope.jsonl", "--out", "{tmp}/i.jsonl"], "no such file"),
         (["data", "build", "--source", "{tmp}/nonexist", "--out", "{tmp}/built"], "no problem sources"),
         (["plot", "{tmp}"], "no metrics.jsonl there"),
+        (["train", "--config", "{tmp}/bad.jsonl"], "bad.jsonl: not UTF-8 text (byte 0)"),
+        (["train", "--config", "{tmp}"], "is a folder; give a TOML config file"),
     ],
 )
 def test_each_mistake_is_one_line_and_exit_2(tmp_path, capsys, argv, says):
