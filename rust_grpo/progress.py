@@ -24,7 +24,9 @@ class ProgressGrader:
             return list(self.inner.grade(items))
         from tqdm import tqdm
 
-        with tqdm(total=len(items), desc=self.desc, unit="job", file=sys.stderr, dynamic_ncols=True) as bar:
+        sized = _sized_terminal()
+        shape = {"dynamic_ncols": True} if sized else {"ncols": 80, "nrows": 24}  # tqdm hides a bar past row 0
+        with tqdm(total=len(items), desc=self.desc, unit="job", file=sys.stderr, **shape) as bar:
             try:
                 return list(self.inner.grade(items, on_result=lambda _i, _r: bar.update(1)))
             except TypeError:  # a grader without progress callbacks (the HTTP client)
@@ -40,6 +42,18 @@ class ProgressGrader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _sized_terminal() -> bool:
+    """Whether stderr's terminal reports its size. A pty nobody sized (`script`, some CI and remote
+    consoles) reports 0 x 0, and tqdm then draws nothing at all: such a terminal gets a fixed 80 x 24."""
+    import os
+
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return size.columns > 0 and size.lines > 0
 
 
 def command_grader(args: Any, desc: str = "grading") -> ProgressGrader:

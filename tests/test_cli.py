@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +151,30 @@ def test_batching_is_on_by_default_and_switches_off_everywhere():
     assert settings_from_args(build_parser().parse_args([*base, "--no-batch"])).batch is False
     assert load_config("configs/tiny-cpu.toml").reward.sandbox_settings().batch is True
     assert load_config("configs/tiny-cpu.toml", ["reward.batch=false"]).reward.sandbox_settings().batch is False
+
+
+def test_score_draws_its_progress_bar_on_a_terminal_that_reports_no_size(tmp_path):
+    """A pty nobody sized (0 x 0: `script`, some consoles) made tqdm draw nothing at all."""
+    import os
+    import pty
+
+    rows = [json.loads(line) for line in Path("data/eval.jsonl").read_text(encoding="utf-8").splitlines()][:3]
+    completions = tmp_path / "c.jsonl"
+    completions.write_text("".join(json.dumps({"problem_id": r["id"], "code": r["solution"]}) + "\n" for r in rows))
+    master, slave = pty.openpty()  # a new pty reports 0 columns and 0 rows until someone sizes it
+    argv = [sys.executable, "-m", "rust_grpo.cli", "score", str(completions), "--dataset", "data/eval.jsonl"]
+    env = {**os.environ, "REWARD_SANDBOX_CACHE": str(tmp_path / "cache")}  # graded, not read from a cache
+    proc = subprocess.Popen([*argv, "--out", str(tmp_path / "out")], stderr=slave, stdout=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the pty
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=120) == 0
+    os.close(master)
+    assert b"scoring: 100%" in seen and b"3/3" in seen, seen[-500:]
