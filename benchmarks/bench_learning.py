@@ -42,6 +42,7 @@ from rust_grpo.evaluation.learning import (
     stage_metrics,
     tier_metrics,
 )
+from rust_grpo.evaluation.sampling import BACKENDS
 from rust_grpo.problems.schema import Problem, load_problems
 from rust_grpo.training.callbacks import read_metrics
 
@@ -116,7 +117,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], help="config override, e.g. train.learning_rate=1e-4")
     parser.add_argument(
         "--backend",
-        choices=["auto", "vllm", "hf"],
+        choices=BACKENDS,
         default="hf",
         help="sampling engine for scoring and GRPO groups (vllm: colocated in training). The shipped figures "
         "are transformers'; vllm's first run (2026-12-06, docs/experiments.md) took 1931 s, not 2938, but GRPO "

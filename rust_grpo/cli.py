@@ -331,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import __version__
     from .config import preset_names
+    from .evaluation.sampling import BACKENDS, DTYPES
 
     presets = ", ".join(preset_names())
     parser = OneLineParser(prog="rust-grpo", description=__doc__)
@@ -369,13 +370,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", "-k", type=int_at_least(1), default=4, help="completions per problem (pass@k up to k)")
     p.add_argument(
         "--backend",
-        choices=["auto", "vllm", "hf"],
+        choices=BACKENDS,
         default="auto",
         help="sampling engine: vllm (CPU or GPU build), hf (transformers generate), auto (vllm when installed)",
     )
     p.add_argument(
         "--dtype",
-        choices=["auto", "float32", "bfloat16"],
+        choices=DTYPES,
         default="auto",
         help="weights' precision for sampling (auto: the checkpoint's for hf; bfloat16 where the CPU computes it natively, else float32, for vllm)",
     )
@@ -453,9 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", "-k", type=int_at_least(1), default=8, help="samples per prompt")
     p.add_argument("--min-pass", type=float_in(0, 1), default=0.01, help="drop prompts solved less often than this")
     p.add_argument("--max-pass", type=float_in(0, 1), default=0.99, help="drop prompts solved more often than this")
-    p.add_argument(
-        "--backend", choices=["auto", "vllm", "hf"], default="auto", help="sampling engine (auto: vllm when installed)"
-    )
+    p.add_argument("--backend", choices=BACKENDS, default="auto", help="sampling engine (auto: vllm when installed)")
     p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per sample")
     p.add_argument("--temperature", type=float_in(0, 100), default=1.0, help="sampling temperature")
     p.add_argument("--limit", type=int_at_least(0), default=0, help="first N problems only (0 = all)")

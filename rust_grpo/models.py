@@ -156,7 +156,7 @@ def merged_checkpoint(base: str, adapter: str, cache_dir: Path | None = None) ->
     if (target / "config.json").exists():
         return target
     log.info("merging the adapter %s into %s (once; cached in %s)", adapter, base, target)
-    model = AutoModelForCausalLM.from_pretrained(resolve_model(base, cache_dir), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
     merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
