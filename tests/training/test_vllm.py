@@ -166,3 +166,14 @@ def test_an_adapter_reaches_vllm_merged_into_the_weights(tmp_path):
         want, got = adapted(ids).logits, merged(ids).logits
         plain = AutoModelForCausalLM.from_pretrained(base)(ids).logits
     assert torch.allclose(want, got, atol=1e-4) and not torch.allclose(plain, got, atol=1e-2)
+    # the cache is keyed by the adapter's content: one retrained in place is merged again, never served stale
+    first = merged_checkpoint(base, str(tmp_path / "adapter"), tmp_path)
+    with torch.no_grad():
+        for name, param in adapted.named_parameters():
+            if "lora_B" in name:
+                param.mul_(-1)
+    adapted.save_pretrained(tmp_path / "adapter")
+    again = merged_checkpoint(base, str(tmp_path / "adapter"), tmp_path)
+    assert again != first
+    with torch.no_grad():
+        assert torch.allclose(adapted(ids).logits, AutoModelForCausalLM.from_pretrained(again)(ids).logits, atol=1e-4)
