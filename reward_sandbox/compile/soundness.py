@@ -25,7 +25,7 @@ impl and the blanket one then give two answers for the associated type.
 
 This is a detector of known holes' shapes, not a proof of soundness: the runner's seccomp
 filter (``runner.c``) also refuses what an exploit needs to take over the test's output (moving a
-descriptor onto stdout, writable-and-executable memory), and the README says what remains.
+descriptor onto stdout, writable-and-executable memory), and docs/sandbox.md says what remains.
 """
 
 from __future__ import annotations
