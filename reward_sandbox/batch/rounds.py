@@ -203,7 +203,7 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
         sealed = f"{work}/{SEALED_DIR}/test_bin"
         clippy = f"{layout.toolchain}/bin/clippy-driver"
         dynamic = dynamic_std(layout)  # as every fast test build (backends.dynamic_std)
-        build = [clippy, "--test", *compile_flags(job), *dynamic, *extern_flags(crate.sentinel_aliases, src)]
+        build = [clippy, "--test", *compile_flags(job, layout), *dynamic, *extern_flags(crate.sentinel_aliases, src)]
         build += [*FORCED_LINTS, f"{src}/{crate.root}"]
         build += ["-o", f"{work}/test_bin"]
         steps: list[Step] = [compile_step("testc", build, limits)]

@@ -142,17 +142,19 @@ class CrateSet:
     def cargo_config(self) -> Path:
         return self.root / "cargo-config.toml"
 
-    def flags(self, names: Iterable[str]) -> list[str]:
-        """``-L dependency=`` and one ``--extern`` per crate: only the crates named are in scope."""
+    def flags(self, names: Iterable[str], root: str | None = None) -> list[str]:
+        """``-L dependency=`` and one ``--extern`` per crate: only the crates named are in scope.
+        ``root``: where the compiler sees the set (the sandbox binds it elsewhere); its own path if None."""
         chosen = sorted(set(names))
         if not chosen:
             return []
         missing = [n for n in chosen if n not in self.rlibs]
         if missing:
             raise CratesUnavailable(f"crate(s) {', '.join(missing)} not built in {self.root}")
-        out = ["-L", f"dependency={self.lib}"]
+        lib = f"{root}/lib" if root is not None else str(self.lib)
+        out = ["-L", f"dependency={lib}"]
         for name in chosen:
-            out += ["--extern", f"{name}={self.lib}/{self.rlibs[name]}"]
+            out += ["--extern", f"{name}={lib}/{self.rlibs[name]}"]
         return out
 
     def cargo_dependencies(self, names: Iterable[str]) -> str:
@@ -242,7 +244,8 @@ def _project(versions: dict[str, str]) -> str:
     )
 
 
-def _replacement(directory: Path) -> str:
+def cargo_replacement(directory: Path) -> str:
+    """Cargo configuration that takes every crates.io dependency from the vendored ``directory``."""
     return f'[source.crates-io]\nreplace-with = "rg-crates"\n\n[source.rg-crates]\ndirectory = "{directory}"\n'
 
 
@@ -253,7 +256,7 @@ def _build(tmp: Path, key: str, versions: dict[str, str], cargo: str) -> None:
     (proj / ".cargo").mkdir(parents=True)
     (proj / "lib.rs").write_text("")
     (proj / "Cargo.toml").write_text(_project(versions))
-    (proj / ".cargo" / "config.toml").write_text(_replacement(REGISTRY))
+    (proj / ".cargo" / "config.toml").write_text(cargo_replacement(REGISTRY))
     env = {**os.environ, "CARGO_TARGET_DIR": str(proj / "target"), "CARGO_HOME": str(tmp / "cargo-home")}
     env.pop("RUSTFLAGS", None)
     env["PATH"] = f"{Path(cargo).parent}:{env.get('PATH', '/usr/bin:/bin')}"
@@ -294,7 +297,7 @@ def _build(tmp: Path, key: str, versions: dict[str, str], cargo: str) -> None:
         name, _, version = entry.rpartition("-")
         if any(p.endswith(f"#{name}@{version}") for p in used):
             shutil.copytree(REGISTRY / entry, vendor / entry, symlinks=False)
-    (tmp / "cargo-config.toml").write_text(_replacement(tmp.parent / f"crates-{key}" / "vendor"))
+    (tmp / "cargo-config.toml").write_text(cargo_replacement(tmp.parent / f"crates-{key}" / "vendor"))
     shutil.rmtree(proj)
     shutil.rmtree(tmp / "cargo-home", ignore_errors=True)
     missing = sorted(set(versions) - set(rlibs))
@@ -309,5 +312,7 @@ def _build(tmp: Path, key: str, versions: dict[str, str], cargo: str) -> None:
 @functools.lru_cache(maxsize=4096)
 def job_crates(job: Job) -> tuple[str, ...]:
     """The crates a job links: those it declares and those its program or tests name. Only these
-    are in scope (each ``--extern`` puts a name in every module's path resolution)."""
-    return tuple(sorted(set(job.crates) | detect(job.source, job.tests)))
+    are in scope (each ``--extern`` puts a name in every module's path resolution). Each text's own
+    items hide a name only from that text: a program's ``mod regex`` never unlinks the crate the
+    hidden tests name (they import it explicitly, ``prelude.crate_imports``, so it beats the module)."""
+    return tuple(sorted(set(job.crates) | detect(job.source) | detect(job.tests)))

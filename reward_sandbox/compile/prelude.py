@@ -13,6 +13,12 @@ define, a name in one of their own ``use`` declarations): an explicit import nex
 prelude name writes its path (``super::Result``). Methods are not names: std's prelude traits stay
 in scope for method calls whatever the glob brings (a program trait with the same method name makes
 the call ambiguous, a compile error), so they need no import.
+
+Crate names are no prelude items either, and a glob beats the extern prelude too: a program's
+``mod std { pub mod f64 { pub mod consts { pub const PI: f64 = 3.0; } } }`` (or ``mod core``, or a
+module named like an offered crate) is what the tests' ``std::f64::consts::PI`` would read. So the
+crates the tests begin a path with get an explicit ``use ::std;`` too (``crate_imports``); a
+correct program never needs a module of those names.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from __future__ import annotations
 import itertools
 import re
 
+from .crates import detect
 from .lexer import LexError, code_only, code_tokens
+from .usetree import join_paths, use_tree
 
 # std::prelude::v1 as of Rust 1.85+ (items, not macros: those are STD_MACROS in assemble.py)
 _V1 = (
@@ -118,14 +126,59 @@ def _idents(text: str) -> tuple[set[str], set[str]]:
 
 
 def prelude_imports(tests: str, edition: str) -> str:
-    """``use`` declarations (no newline, so line numbers stay) of the edition's prelude items and the
-    primitive types that ``tests`` mention and do not bind; empty when there is none."""
+    """``use`` declarations (no newline, so line numbers stay) of the edition's prelude items, the
+    primitive types and the crates (``crate_imports``) that ``tests`` mention and do not bind; empty
+    when there is none."""
     used, bound = _idents(tests)
     names = [n for n in EDITION_PRELUDE.get(edition, EDITION_PRELUDE["2021"]) if n in used and n not in bound]
     primitives = [n for n in PRIMITIVES if n in used and n not in bound]
     prelude = f"rust_{edition}" if edition in EDITION_PRELUDE else "rust_2021"
     out = f"#[allow(unused_imports)] use ::std::prelude::{prelude}::{{{', '.join(names)}}}; " if names else ""
-    return out + (f"#[allow(unused_imports)] use ::std::primitive::{{{', '.join(primitives)}}}; " if primitives else "")
+    out += f"#[allow(unused_imports)] use ::std::primitive::{{{', '.join(primitives)}}}; " if primitives else ""
+    return out + crate_imports(tests, edition)
+
+
+_CRATE_BINDERS = {"mod", "crate", "as", "struct", "enum", "union", "trait", "type"}
+
+
+def _path_roots(toks: list[tuple[str, str]]) -> set[str]:
+    """Identifiers that begin a path (``std::f64``, ``::std::f64``), not ones inside one (``a::std``)."""
+    texts = [s for _, s in toks]
+    roots = set()
+    for i, (kind, text) in enumerate(toks):
+        if kind == "ident" and texts[i + 1 : i + 3] == [":", ":"]:
+            if texts[max(0, i - 2) : i] == [":", ":"]:
+                prev = texts[i - 3] if i >= 3 else ""
+                if prev[:1].isalnum() or prev[:1] == "_" or prev in (">", ")"):
+                    continue  # a segment of a longer path
+            roots.add(text)
+    return roots
+
+
+def _bound_names(toks: list[tuple[str, str]]) -> set[str]:
+    """Names the tokens bind in the type namespace: items (``mod std``, ``extern crate regex``,
+    ``as core``) and the leaves of their ``use`` trees (``use a::std;``), not a path's first segment."""
+    bound = {b for (_, a), (kb, b) in itertools.pairwise(toks) if a in _CRATE_BINDERS and kb == "ident"}
+    texts = [s for _, s in toks]
+    for i, text in enumerate(texts):
+        if text == "use" and toks[i][0] == "ident":
+            end = texts.index(";", i) if ";" in texts[i:] else len(texts)
+            bound |= {b.name for b in use_tree(join_paths(texts[i + 1 : end]), 0)[0] if not b.glob}
+    return bound
+
+
+def crate_imports(tests: str, edition: str) -> str:
+    """``use`` declarations (no newline) of the crates ``tests`` begin a path with and do not bind:
+    ``std`` always, and from edition 2018 ``core`` and the offered crates (there ``::name`` is the
+    extern crate; in 2015 it is the crate root's item, which only ``std`` is for certain)."""
+    try:
+        toks = code_tokens(tests)
+    except LexError:
+        return ""
+    roots = _path_roots(toks) | set(detect(tests))
+    allowed = {"std"} if edition == "2015" else {"std", "core"} | set(detect(tests))
+    names = sorted((roots & allowed) - _bound_names(toks))
+    return "".join(f"#[allow(unused_imports)] use ::{name}; " for name in names)
 
 
 def after_glob_uses(tests: str, imports: str) -> str:

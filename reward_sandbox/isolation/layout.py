@@ -15,6 +15,8 @@ class Layout:
     toolchain: str
     runner: str
     memory_cgroup: str | None  # the slot's cgroup.procs: the driver joins it before tests run
+    crates: str | None = None  # the built crate set (``crates.py``), where the steps see it
+    fresh_runs: bool = False  # each test run in namespaces of its own (runner.c: RG_FRESH_NS)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,13 @@
     bubblewrap with fresh pid, ipc, uts, network (loopback only, nothing listening) and cgroup
     namespaces; the filesystem is /usr and the toolchain read-only, the job's sources and a
     size-capped tmpfs; no host environment variable passes. The driver runs as sandbox root with only
-    the capabilities to switch uid, kill and make binaries exec-only; every step runs through ``rg-run`` as the slot's unprivileged uid,
-    under a seccomp filter (no namespaces, mounts, ptrace, keyrings, bpf), in the slot's memory cgroup.
+    the capabilities to switch uid, kill, make binaries exec-only and give each test run namespaces
+    of its own; every step runs through ``rg-run`` as the slot's unprivileged uid, under a seccomp
+    filter (no namespaces, mounts, ptrace, keyrings, bpf), in the slot's memory cgroup. Each test run
+    gets a pid, ipc and mount namespace of its own, with a fresh work dir and /proc (``runner.c``):
+    the programs of a batch share a build, never kernel state. No host path is in the sandbox's view:
+    the crate set is at ``/crates`` and bubblewrap reads its arguments from a pipe, so its
+    ``/proc/1/cmdline`` names none.
 ``rlimits`` (fallback)
     where bubblewrap is refused (some containers): the same runner, uid, seccomp filter, rlimits
     and memory cgroup, an empty environment and private 0700 directories, but the host filesystem
@@ -28,7 +33,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-from ..compile.crates import REGISTRY
+from ..compile.crates import REGISTRY, cargo_replacement
 from ..compile.crates import current as current_crates
 from ..compile.toolchain import Toolchain, find_toolchain
 from .cgroups import SlotMemory
@@ -120,6 +125,8 @@ class Bubblewrap(Isolation):
             toolchain="/toolchain",
             runner="/rg/run",
             memory_cgroup="/rg/memory" if memory is not None else None,
+            crates=SANDBOX_CRATES if current_crates() is not None else None,
+            fresh_runs=runs_as_root(),
         )
 
     def command(
@@ -174,10 +181,20 @@ class Bubblewrap(Isolation):
         ]
         if memory is not None:
             argv += ["--bind", str(memory.procs), "/rg/memory"]
-        argv += crate_binds()
+        argv += crate_binds(job)
         if runs_as_root():
-            # root-side only: every step drops them with its uid (runner.c)
-            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE"):
+            # root-side only: every step drops them with its uid (runner.c); CAP_SYS_ADMIN makes each
+            # test run's namespaces, mounts its fresh work dir and /proc
+            caps = (
+                "CAP_SETUID",
+                "CAP_SETGID",
+                "CAP_KILL",
+                "CAP_CHOWN",
+                "CAP_FOWNER",
+                "CAP_DAC_OVERRIDE",
+                "CAP_SYS_ADMIN",
+            )
+            for cap in caps:
                 argv += ["--cap-add", cap]
         else:
             argv += ["--unshare-user-try"]
@@ -239,6 +256,7 @@ class RlimitsOnly(Isolation):
             toolchain=str(toolchain.sysroot),
             runner=str(runner_path()),
             memory_cgroup=str(memory.procs) if memory is not None else None,
+            crates=str(built.root) if (built := current_crates()) is not None else None,
         )
 
     def command(
@@ -256,18 +274,22 @@ class RlimitsOnly(Isolation):
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 
 
-def crate_binds() -> list[str]:
+SANDBOX_CRATES = "/crates"
+
+
+def crate_binds(job: JobDir) -> list[str]:
     """The crate registry under /usr is hidden (an empty tmpfs over it); the built crate set, when
-    this process made one ready, is bound read-only at its host path (the compile flags name that
-    path) and its source replacement at ``/.cargo/config.toml``, the cargo config every cargo run
-    under ``/tmp`` finds first, so the cargo backend builds the same versions from the vendored copy."""
+    this process made one ready, is bound read-only at ``SANDBOX_CRATES`` (wherever the cache lives
+    on the host, even under ``/tmp``, it never meets the sandbox's work dir, and no host path shows)
+    and a source replacement naming its vendored copy there at ``/.cargo/config.toml``, the cargo
+    config every cargo run under ``/tmp`` finds first, so the cargo backend builds the same versions."""
     out = ["--tmpfs", str(REGISTRY)] if REGISTRY.is_dir() and REGISTRY.is_relative_to("/usr") else []
     built = current_crates()
     if built is not None:
-        for parent in reversed(built.root.parents[:-1]):  # bwrap would make them 0700: the slot uid must pass
-            out += ["--perms", "0755", "--dir", str(parent)]
-        out += ["--ro-bind", str(built.root), str(built.root)]
-        out += ["--perms", "0755", "--dir", "/.cargo", "--ro-bind", str(built.cargo_config), "/.cargo/config.toml"]
+        config = job.root / "cargo-config.toml"  # root's, in the job's own 0711 directory
+        config.write_text(cargo_replacement(Path(SANDBOX_CRATES) / "vendor"))
+        out += ["--ro-bind", str(built.root), SANDBOX_CRATES]
+        out += ["--perms", "0755", "--dir", "/.cargo", "--ro-bind", str(config), "/.cargo/config.toml"]
     return out
 
 

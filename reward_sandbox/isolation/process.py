@@ -127,7 +127,10 @@ def _runner_call(layout: Layout, step: Step, uid: int | None, argv: list[str]) -
         "--",
         *argv,
     ]
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
+    variables = dict(step.env)
+    if step.kind == "run" and layout.fresh_runs:  # no kernel state shared with an earlier run (runner.c)
+        variables["RG_FRESH_NS"] = layout.work
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items())
     return (env + " " if env else "") + " ".join(shlex.quote(a) for a in args)
 
 
@@ -236,6 +239,19 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _arguments_on_stdin(argv: list[str]) -> tuple[list[str], bytes | None]:
+    """bubblewrap's options moved to its stdin (``--args 0``): its ``/proc/<pid>/cmdline``, which the
+    sandbox sees as ``/proc/1/cmdline``, then names no host path (toolchain, job directory, crate
+    set). Its stdin is otherwise /dev/null, and the driver's own is /dev/null again."""
+    if os.path.basename(argv[0]) != "bwrap" or "--" not in argv:
+        return argv, None
+    end = argv.index("--")
+    payload = b"".join(a.encode() + b"\0" for a in argv[1:end])
+    if len(payload) > 60_000:  # more than a pipe holds before the child reads: keep them on the command line
+        return argv, None
+    return [argv[0], "--args", "0", *argv[end:]], payload
+
+
 def run_driver(
     argv: list[str],
     steps: list[Step],
@@ -255,24 +271,33 @@ def run_driver(
     os.close(nonce_w)
     ack_r, ack_w = os.pipe()
     misc_r, misc_w = os.pipe()
+    argv, payload = _arguments_on_stdin(argv)
+    stdin: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
+    spawn_only: list[int] = []  # descriptors the child gets and this process closes after the spawn
+    if payload is not None:
+        args_r, args_w = os.pipe()
+        os.write(args_w, payload)
+        os.close(args_w)
+        spawn_only.append(fcntl.fcntl(args_r, fcntl.F_DUPFD_CLOEXEC, HIGH_FD))
+        os.close(args_r)
+        stdin = [(os.POSIX_SPAWN_DUP2, spawn_only[0], 0)]
     # Sources are moved above every target first: a dup2 onto fd 4 must not clobber a pipe that
     # happens to live at fd 4 in this (long-running, many-threaded) process before it is duplicated.
     wanted = {1: misc_w, 2: misc_w, NONCE_FD: nonce_r, ACK_FD: ack_r, **{t: w for t, (_, w) in pipes.items()}}
     high = {t: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for t, fd in wanted.items()}
-    actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
-    actions += [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in high.items()]
+    actions = [*stdin, *[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in high.items()]]
     start = time.monotonic()
     try:
         pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
     except OSError as exc:
-        for fd in high.values():
+        for fd in [*high.values(), *spawn_only]:
             os.close(fd)
         for r, w in [*pipes.values(), (misc_r, misc_w), (ack_r, ack_w)]:
             os.close(r)
             os.close(w)
         os.close(nonce_r)
         return DriverOutcome(steps={}, driver_error=f"could not start sandbox: {exc}")
-    for fd in high.values():
+    for fd in [*high.values(), *spawn_only]:
         os.close(fd)
     for _, w in pipes.values():
         os.close(w)

@@ -17,6 +17,17 @@
  * processes and may not exec: its binary is started with execveat, which safe Rust cannot call.
  * Nor may it replace or close stdin/stdout/stderr, or map memory writable and executable.
  *
+ * With RG_FRESH_NS=WORK_DIR as well (test runs in the bubblewrap sandbox, where the driver
+ * holds CAP_SYS_ADMIN), the run gets kernel state of its own, so that no run can leave anything
+ * for a later one to read (the programs of a batch run one after another in one sandbox): a new
+ * pid namespace (pids count from 1 again, whatever threads an earlier run started), ipc namespace
+ * (no System V segment survives) and mount namespace, where a fresh size-capped tmpfs covers the
+ * work dir (a fresh inode counter; what the driver kept there, the nonce's directory and the sealed
+ * binaries, is bound back in) and a fresh /proc of that pid namespace shows only processes
+ * (subset=pid: none of the machine-wide counters of /proc/stat, /proc/loadavg, /proc/sys...).
+ * The child is then the namespace's init: it sets this up as root, starts the program as a
+ * grandchild, waits for it and hands its exact wait status up on a pipe.
+ *
  * If the child cannot set itself up (a limit, the uid, the filter, exec), that is the sandbox's fault,
  * not the program's: it says why on a close-on-exec pipe that the program never holds, and the report
  * gets a "fault" line. An exit status alone could not tell the two apart (a program can exit 126).
@@ -45,7 +56,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -217,6 +231,48 @@ static int seal(long uid, const char *src, const char *dst) {
     return 0;
 }
 
+/* The run's own work dir and /proc (see the header), set up in a new mount namespace by its init. */
+static void fresh_mounts(const char *work) {
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die("private mounts");
+    int old = open(work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (old < 0) die(work);
+    struct statfs fs; /* the new tmpfs is as large as the sandbox's own */
+    if (fstatfs(old, &fs) != 0) die("statfs");
+    char opts[64];
+    snprintf(opts, sizeof(opts), "size=%llu,mode=1777", (unsigned long long)fs.f_blocks * (unsigned long long)fs.f_bsize);
+    if (mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) die("work tmpfs");
+    int listing = dup(old);
+    DIR *dir = listing >= 0 ? fdopendir(listing) : NULL;
+    if (dir == NULL) die("work listing");
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+        struct stat st;
+        if (fstatat(old, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) die(entry->d_name);
+        char source[4200], target[4200];
+        snprintf(source, sizeof(source), "/proc/self/fd/%d/%s", old, entry->d_name);
+        snprintf(target, sizeof(target), "%s/%s", work, entry->d_name);
+        if (S_ISDIR(st.st_mode)) {
+            if (mkdir(target, 0700) != 0) die(target);
+        } else {
+            int made = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (made < 0) die(target);
+            close(made);
+        }
+        if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) != 0) die("bind kept entry");
+    }
+    closedir(dir);
+    close(old);
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") != 0) die("proc");
+}
+
+/* Close every descriptor from 3 up but keep_a and keep_b (keep_a <= keep_b; equal to keep one). */
+static void close_except(int keep_a, int keep_b) {
+    if (keep_a > 3) syscall(SYS_close_range, 3, keep_a - 1, 0);
+    if (keep_b > keep_a + 1) syscall(SYS_close_range, keep_a + 1, keep_b - 1, 0);
+    syscall(SYS_close_range, keep_b + 1, ~0U, 0);
+}
+
 static void kill_uid(long uid) {
     /* kill(-1) as the uid itself reaches exactly that uid's processes (in this pid namespace and below) */
     pid_t killer = fork();
@@ -226,6 +282,38 @@ static void kill_uid(long uid) {
         _exit(0);
     }
     if (killer > 0) waitpid(killer, NULL, 0);
+}
+
+/* In the child: limits, uid, filter, signals, then the program (never returns). */
+static void start_program(long uid, rlim_t as, rlim_t cpu, rlim_t nproc, rlim_t fsize, rlim_t nofile, rlim_t stack,
+                          const char *cwd, char **program) {
+    int adj = open("/proc/self/oom_score_adj", O_WRONLY);
+    if (adj >= 0) { (void)!write(adj, "1000\n", 5); close(adj); } /* the program dies first on OOM */
+    limit(RLIMIT_AS, as);
+    limit2(RLIMIT_CPU, cpu, cpu + 1); /* SIGXCPU at the limit, SIGKILL a second later if ignored */
+    limit(RLIMIT_NPROC, nproc);
+    limit(RLIMIT_FSIZE, fsize);
+    limit(RLIMIT_NOFILE, nofile);
+    limit(RLIMIT_STACK, stack);
+    limit(RLIMIT_CORE, 0);
+    if (uid >= 0) {
+        if (setgroups(0, NULL) != 0) die("setgroups");
+        if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0) die("setgid");
+        if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) die("setuid");
+    }
+    if (strcmp(cwd, "-") != 0 && chdir(cwd) != 0) die(cwd);
+    install_seccomp();
+    reset_signals();
+    if (getenv("RG_NO_PROCESSES") != NULL) {
+        unsetenv("RG_NO_PROCESSES");
+        forbid_processes();
+        /* execve is refused from here on: the test binary starts through execveat, which safe
+         * Rust cannot call, so a test cannot replace itself with a fresh run of its binary. */
+        syscall(SYS_execveat, AT_FDCWD, program[0], program, environ, 0);
+    } else {
+        execvp(program[0], program);
+    }
+    die(program[0]);
 }
 
 int main(int argc, char **argv) {
@@ -249,42 +337,53 @@ int main(int argc, char **argv) {
     rlim_t fsize = (rlim_t)atol(argv[7]) * mb, nofile = (rlim_t)atol(argv[8]), stack = (rlim_t)atol(argv[9]) * mb;
     const char *cwd = argv[10];
 
-    int fault[2];
+    int fresh_ns = 0;
+    char fresh_work[4096] = "";
+    const char *fresh = getenv("RG_FRESH_NS");
+    if (fresh != NULL) {
+        if (fresh[0] != '/' || strlen(fresh) >= sizeof(fresh_work)) {
+            dprintf(report, "fault %s RG_FRESH_NS: want the work dir\n", name);
+            return 126;
+        }
+        fresh_ns = 1;
+        strcpy(fresh_work, fresh);
+        unsetenv("RG_FRESH_NS");
+        /* the next child is the new pid namespace's init, in new ipc and mount namespaces too */
+        if (unshare(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS) != 0) {
+            dprintf(report, "fault %s unshare: %s\n", name, strerror(errno));
+            return 126;
+        }
+    }
+
+    int fault[2], relay[2];
     if (pipe2(fault, O_CLOEXEC) != 0) die("pipe2");
+    if (pipe2(relay, O_CLOEXEC) != 0) die("pipe2");
     pid_t child = fork();
     if (child < 0) die("fork");
     if (child == 0) {
         fault_fd = fault[1]; /* >= 3, close-on-exec: gone once the program starts */
-        if (fault_fd > 3) syscall(SYS_close_range, 3, fault_fd - 1, 0);
-        syscall(SYS_close_range, fault_fd + 1, ~0U, 0);
-        int adj = open("/proc/self/oom_score_adj", O_WRONLY);
-        if (adj >= 0) { (void)!write(adj, "1000\n", 5); close(adj); } /* the program dies first on OOM */
-        limit(RLIMIT_AS, as);
-        limit2(RLIMIT_CPU, cpu, cpu + 1); /* SIGXCPU at the limit, SIGKILL a second later if ignored */
-        limit(RLIMIT_NPROC, nproc);
-        limit(RLIMIT_FSIZE, fsize);
-        limit(RLIMIT_NOFILE, nofile);
-        limit(RLIMIT_STACK, stack);
-        limit(RLIMIT_CORE, 0);
-        if (uid >= 0) {
-            if (setgroups(0, NULL) != 0) die("setgroups");
-            if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0) die("setgid");
-            if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) die("setuid");
+        if (fresh_ns) {
+            int lo = fault[1] < relay[1] ? fault[1] : relay[1], hi = fault[1] < relay[1] ? relay[1] : fault[1];
+            close_except(lo, hi);
+            fresh_mounts(fresh_work);
+            if (strcmp(cwd, "-") == 0 && chdir(fresh_work) != 0) die(fresh_work); /* not the old work dir */
+            pid_t program = fork();
+            if (program < 0) die("fork");
+            if (program == 0) {
+                close(relay[1]);
+                start_program(uid, as, cpu, nproc, fsize, nofile, stack, cwd, &argv[sep + 1]);
+            }
+            close(fault[1]); /* EOF for the parent once the program execs (its copy is close-on-exec) */
+            int program_status = 0;
+            while (waitpid(program, &program_status, 0) < 0)
+                if (errno != EINTR) _exit(126);
+            (void)!write(relay[1], &program_status, sizeof(program_status));
+            _exit(0); /* the namespace ends with its init: any thread left is killed */
         }
-        if (strcmp(cwd, "-") != 0 && chdir(cwd) != 0) die(cwd);
-        install_seccomp();
-        reset_signals();
-        if (getenv("RG_NO_PROCESSES") != NULL) {
-            unsetenv("RG_NO_PROCESSES");
-            forbid_processes();
-            /* execve is refused from here on: the test binary starts through execveat, which safe
-             * Rust cannot call, so a test cannot replace itself with a fresh run of its binary. */
-            syscall(SYS_execveat, AT_FDCWD, argv[sep + 1], &argv[sep + 1], environ, 0);
-        } else {
-            execvp(argv[sep + 1], &argv[sep + 1]);
-        }
-        die(argv[sep + 1]);
+        close_except(fault_fd, fault_fd);
+        start_program(uid, as, cpu, nproc, fsize, nofile, stack, cwd, &argv[sep + 1]);
     }
+    close(relay[1]);
     close(fault[1]);
     char why[256];
     ssize_t got = read(fault[0], why, sizeof(why) - 1); /* EOF at the child's exec or exit */
@@ -294,6 +393,9 @@ int main(int argc, char **argv) {
     memset(&ru, 0, sizeof(ru));
     while (wait4(child, &status, 0, &ru) < 0)
         if (errno != EINTR) die("wait4");
+    int relayed = 0; /* the init's report of the program's own wait status (its rusage is in ru: it waited) */
+    if (fresh_ns && read(relay[0], &relayed, sizeof(relayed)) == (ssize_t)sizeof(relayed)) status = relayed;
+    close(relay[0]);
     if (uid >= 0) kill_uid(uid);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;

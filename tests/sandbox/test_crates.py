@@ -204,13 +204,13 @@ def test_a_crate_using_program_reads_nothing_of_the_host_beyond_the_bound_set(al
         '        Err(e) => vec![format!("err:{:?}", e.kind())],\n'
         "    }\n}\n"
     )
-    cache_base = str(built.root.parent)
+    cache_base = str(built.root.parent)  # the host's: not in the sandbox at all (the set is at /crates)
     tests = (
         "#[test]\nfn t() {\n"
         '    assert!(listing("/usr/share/cargo/registry").iter().all(|n| n.starts_with("err:")), "{:?}", listing("/usr/share/cargo/registry"));\n'
-        f'    assert_eq!(listing("{cache_base}"), vec!["{built.root.name}".to_string()]);\n'
-        f'    assert!(listing("{built.lib}").iter().any(|n| n.starts_with("libmd5-")));\n'
-        f'    assert!(std::fs::write("{built.lib}/x", b"1").is_err());\n'
+        f'    assert!(listing("{cache_base}").iter().all(|n| n.starts_with("err:")));\n'
+        '    assert!(listing("/crates/lib").iter().any(|n| n.starts_with("libmd5-")));\n'
+        '    assert!(std::fs::write("/crates/lib/x", b"1").is_err());\n'
         '    assert_eq!(hex(""), "d41d8cd98f00b204e9800998ecf8427e");\n'
         "}\n"
     )
