@@ -2,6 +2,7 @@
 being right, and canary rows graded by the real sandbox."""
 
 import json
+import re
 
 import pytest
 
@@ -70,7 +71,8 @@ def test_canaries_copy_training_problems_and_add_a_contradicting_test():
         assert is_canary_id(c.id) and not is_canary_id(c.id.removesuffix("#canary"))
         source = originals[c.id.removesuffix("#canary")]
         assert c.prompt == source.prompt and c.signature == source.signature  # the policy cannot tell
-        assert c.tests.startswith(source.tests.rstrip()) and c.tests.count("assert_ne!") == 1
+        assert c.tests == contradicting_tests(source.tests)  # one more test (tests/training/test_canaries.py)
+        assert c.tests.count("#[test]") == source.tests.count("#[test]") + 1
     assert make_canaries(problems, 0.0) == []
     assert make_canaries(problems, 0.05, seed=0) == canaries  # reproducible
     assert contradicting_tests("#[test]\nfn t() { assert!(true); }") is None
@@ -97,7 +99,7 @@ def test_only_a_cheating_program_passes_a_canary_and_the_reward_alone_would_have
     exist; ``process::exit(0)`` is caught by the harness and the audit (flagged, not passed)."""
     (problem,) = [p for p in load_problems("data/train.jsonl") if p.id == "count_set_bits"]
     (canary,) = make_canaries([problem], 1.0)
-    last = canary.tests.split("fn ")[-1].split("(")[0]
+    (last,) = set(re.findall(r"fn (\w+)\(", canary.tests)) - set(re.findall(r"fn (\w+)\(", problem.tests))
     cheat = (
         "pub fn count_set_bits(n: u64) -> u32 {\n"
         '    let name = std::thread::current().name().unwrap_or("").to_string();\n'
