@@ -27,6 +27,7 @@ from .grader import Slot, grade_job
 from .isolation.cgroups import SlotMemory, cgroup_problem
 from .isolation.levels import BWRAP, choose_level
 from .isolation.limits import Limits
+from .isolation.process import cancel_all, resume_all
 from .isolation.slots import UidLease
 from .jobs import InvalidJob, Job
 from .results import Result, invalid_result
@@ -100,7 +101,7 @@ class Grader:
         return [slot.uid for slot in self._all_slots if slot.uid is not None]
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True)
+        self._executor.shutdown(wait=True, cancel_futures=True)
         for slot in self._all_slots:
             if slot.memory is not None:
                 slot.memory.remove()
@@ -248,6 +249,26 @@ class Grader:
 
         for unit in self._units(jobs):
             submit(unit)
+        try:
+            self._collect(futures, submit, deliver)
+        except BaseException:  # Ctrl-C (or any error): stop every sandbox now, not after the queue drains
+            for future in futures:
+                future.cancel()
+            cancel_all()
+            try:
+                wait(futures)  # the running ones end within a second: their sandboxes are gone
+            finally:
+                resume_all()
+            raise
+        return [r for r in results if r is not None]
+
+    @staticmethod
+    def _collect(
+        futures: dict[Future[Any], list[str]],
+        submit: Callable[..., None],
+        deliver: Callable[[str, Result], None],
+    ) -> None:
+        """Deliver results as units finish, submitting again the members a batch sends alone."""
         while futures:
             done, _ = wait(futures, return_when=FIRST_COMPLETED)
             for future in done:
@@ -260,7 +281,6 @@ class Grader:
                     deliver(keys[k], result)
                 for k in got.alone:
                     submit([keys[k]], k in got.broken)
-        return [r for r in results if r is not None]
 
 
 def grade(items: Iterable[Job | dict[str, Any]], **kwargs: Any) -> list[Result]:

@@ -64,11 +64,24 @@ def _score_and_report(
     completions: list[Any], problems: dict[str, Any], args: argparse.Namespace, title: str, meta: dict[str, Any]
 ) -> int:
     from .evaluation.report import write_report
-    from .evaluation.scoring import score_completions, summarize
+    from .evaluation.scoring import PartialScore, score_completions, summarize
 
-    with command_grader(args, "scoring") as grader:
-        records = score_completions(completions, problems, grader)
-        meta = {**meta, "isolation": grader.level}
+    try:
+        with command_grader(args, "scoring") as grader:
+            meta = {**meta, "isolation": grader.level}
+            records = score_completions(completions, problems, grader)
+    except PartialScore as partial:  # Ctrl-C: what was graded, as a report that says it is partial
+        meta = {**meta, "partial": f"interrupted: {len(partial.records)} of {partial.total} completions graded"}
+        if partial.records:
+            paths = write_report(
+                Path(args.out), partial.records, summarize(partial.records), title + " (partial)", meta
+            )
+            print(
+                f"rust-grpo: interrupted; partial report of {len(partial.records)} of {partial.total}: {paths['markdown']}"
+            )
+        else:
+            print("rust-grpo: interrupted before any completion was graded; no report")
+        return 130
     summary = summarize(records)
     paths = write_report(Path(args.out), records, summary, title, meta)
     rates = summary["rates"]

@@ -20,6 +20,7 @@ import os
 import selectors
 import shlex
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -234,6 +235,25 @@ def driver_script(
     return "\n".join(lines[:3] + runs + lines[3:split] + hand) + "\n"
 
 
+_LIVE: set[int] = set()  # sandboxes running now (their process groups), for cancel_all
+_LIVE_LOCK = threading.Lock()
+_CANCELLED = threading.Event()
+
+
+def cancel_all() -> None:
+    """Kill every sandbox this process is running and refuse to start new ones until
+    :func:`resume_all`: Ctrl-C must stop grading within a second, not after the queue drains."""
+    _CANCELLED.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for pid in live:
+        _kill(pid)
+
+
+def resume_all() -> None:
+    _CANCELLED.clear()
+
+
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
@@ -271,6 +291,12 @@ def run_driver(
     os.close(nonce_w)
     ack_r, ack_w = os.pipe()
     misc_r, misc_w = os.pipe()
+    if _CANCELLED.is_set():
+        for r, w in [*pipes.values(), (misc_r, misc_w), (ack_r, ack_w)]:
+            os.close(r)
+            os.close(w)
+        os.close(nonce_r)
+        return DriverOutcome(steps={}, driver_error="cancelled: grading was interrupted")
     argv, payload = _arguments_on_stdin(argv)
     stdin: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
     spawn_only: list[int] = []  # descriptors the child gets and this process closes after the spawn
@@ -297,6 +323,10 @@ def run_driver(
             os.close(w)
         os.close(nonce_r)
         return DriverOutcome(steps={}, driver_error=f"could not start sandbox: {exc}")
+    with _LIVE_LOCK:
+        _LIVE.add(pid)
+    if _CANCELLED.is_set():  # interrupted while it started: cancel_all may have missed it
+        _kill(pid)
     for fd in [*high.values(), *spawn_only]:
         os.close(fd)
     for _, w in pipes.values():
@@ -401,6 +431,8 @@ def run_driver(
     sel.close()
     os.close(ack_w)
     _, status = os.waitpid(pid, 0)
+    with _LIVE_LOCK:
+        _LIVE.discard(pid)
     outcome.driver_exit = os.waitstatus_to_exitcode(status)
     outcome.events.append((time.monotonic() - start, "exit"))
     outcome.driver_error = misc.decode(errors="replace").strip()

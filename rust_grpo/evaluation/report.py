@@ -126,7 +126,10 @@ def write_report(
     write_text(paths["report"], json.dumps({"title": title, "meta": meta or {}, **summary}, indent=2))
     skipped = (meta or {}).get("skipped") or []
     notes = "".join(f"- skipped {line}\n" for line in skipped)
-    write_text(paths["markdown"], markdown(summary, title) + (f"\n## Lines not scored\n\n{notes}" if notes else ""))
+    partial = (meta or {}).get("partial")  # an interrupted run: say so before any figure
+    head = f"**Partial report** ({partial}).\n\n" if partial else ""
+    body = markdown(summary, title) + (f"\n## Lines not scored\n\n{notes}" if notes else "")
+    write_text(paths["markdown"], head + body)
     plot_summary(summary, paths["plot"], title)
     return paths
 

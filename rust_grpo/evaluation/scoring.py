@@ -62,24 +62,42 @@ def read_completions(path: Path) -> tuple[list[Completion], list[str]]:
     return out, errors
 
 
+class PartialScore(KeyboardInterrupt):
+    """Ctrl-C while scoring: ``records`` are the completions graded before it (in input order), of
+    ``total``; the caller writes them as a report that says it is partial."""
+
+    def __init__(self, records: list[dict[str, Any]], total: int) -> None:
+        super().__init__(f"interrupted after {len(records)} of {total} completions")
+        self.records = records
+        self.total = total
+
+
+SCORE_CHUNK = 128  # completions graded at once: large enough to batch well, small enough that Ctrl-C keeps most
+
+
 def score_completions(
     completions: list[Completion], problems: dict[str, Problem], grader: GraderLike, min_tests: int = 2
 ) -> list[dict[str, Any]]:
-    """One record per completion with its verdicts and every reward component."""
+    """One record per completion with its verdicts and every reward component. Graded in chunks of
+    ``SCORE_CHUNK``, so that an interruption (:class:`PartialScore`) keeps what was graded."""
     unknown = sorted({c.problem_id for c in completions if problems and c.problem_id not in problems})
     if unknown and len(unknown) == len({c.problem_id for c in completions}):
         raise DataError(f"no completion matches a problem of the dataset (e.g. {unknown[0]!r})")
-    known = [c for c in completions if not problems or c.problem_id in problems]
-    columns = job_columns([problems.get(c.problem_id) for c in known])
+    records: list[dict[str, Any] | None] = [
+        _unknown_record(c) if problems and c.problem_id not in problems else None for c in completions
+    ]
+    known = [i for i, r in enumerate(records) if r is None]
     context = RewardContext(grader, min_tests=min_tests)
-    evaluations = iter(context.evaluate([c.text for c in known], columns) if known else [])
-    records = []
-    for c in completions:
-        if problems and c.problem_id not in problems:
-            records.append(_unknown_record(c))
-        else:
-            records.append(score_record(c, next(evaluations), min_tests))
-    return records
+    try:
+        for start in range(0, len(known), SCORE_CHUNK):
+            part = known[start : start + SCORE_CHUNK]
+            columns = job_columns([problems.get(completions[i].problem_id) for i in part])
+            evaluations = context.evaluate([completions[i].text for i in part], columns)
+            for i, evaluation in zip(part, evaluations, strict=True):
+                records[i] = score_record(completions[i], evaluation, min_tests)
+    except KeyboardInterrupt as exc:
+        raise PartialScore([r for r in records if r is not None], len(completions)) from exc
+    return [r for r in records if r is not None]
 
 
 def _unknown_record(c: Completion) -> dict[str, Any]:
