@@ -17,10 +17,11 @@ from pathlib import Path
 
 from .backends import CARGO, Plan, cargo_files, cargo_manifest, cargo_plan, fast_plan
 from .compile.assemble import Assembly, assemble
-from .compile.diagnostics import dedupe, parse_diagnostics
+from .compile.diagnostics import counted_messages, dedupe, parse_diagnostics
 from .compile.sentinel import sentinel_rlib, write_rlib
 from .compile.testlog import parse_test_log
 from .compile.toolchain import Toolchain
+from .compile.trait_scope import TraitNeeds, foreign_impl, trait_needs
 from .isolation.cgroups import SlotMemory
 from .isolation.layout import JobDir
 from .isolation.levels import Isolation
@@ -28,10 +29,11 @@ from .isolation.limits import Limits
 from .isolation.process import DriverOutcome, StepOutcome, driver_script, run_driver
 from .isolation.runner import runner_path
 from .jobs import Job
-from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestReport
+from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestReport, invalid_result
 from .status import Status
 
 TAIL_BYTES = 2000
+SCOPE_BUILDS = 3  # builds of one job, each with more of the program's traits the hidden tests need back
 
 
 @dataclass(frozen=True)
@@ -84,18 +86,61 @@ def grade_job(
     backend: str,
     slot: Slot,
     check_first: bool = False,
+    keep: frozenset[str] = frozenset(),
 ) -> Result:
     """Grade ``job``. Never raises for the program's behaviour; harness faults come back as
     ``sandbox_error`` with the reason. ``check_first``: a batch's build failed on this program
-    (``backends.fast_plan``)."""
+    (``backends.fast_plan``). ``keep``: program trait names the hidden tests are known to need.
+
+    The hidden tests are first built with every other trait name of the program shadowed; when
+    that build fails only for want of some of them (``trait_scope.trait_needs``), the job is graded
+    again with those back, or refused if one is implemented for a type the program does not own
+    (``scope_widened``). The verdict is the last grading's, in the time of them all."""
     start = time.monotonic()
+    for build in range(SCOPE_BUILDS):
+        result, needs = _grade_once(job, toolchain, isolation, limits, backend, slot, check_first, keep)
+        if needs is None or build == SCOPE_BUILDS - 1:
+            break
+        widened, refusal = scope_widened(job, needs, keep)
+        if refusal is not None:
+            result = invalid_result(job.id, f"job {job.id!r}: {refusal}")
+            break
+        if widened == keep:
+            break
+        keep, check_first = widened, False  # the program itself built
+    return Result(
+        **{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend}
+    )
+
+
+def scope_widened(job: Job, needs: TraitNeeds, keep: frozenset[str]) -> tuple[frozenset[str], str | None]:
+    """``keep`` with the trait names ``needs`` brings back, and why the job is refused instead (a
+    needed trait, not one the tests write as a trait, implemented for a type the program does not
+    own: ``trait_scope.foreign_impl``), or None."""
+    refusal = foreign_impl(job.source, needs.needed - keep)
+    return keep | needs.names, refusal
+
+
+def _grade_once(
+    job: Job,
+    toolchain: Toolchain,
+    isolation: Isolation,
+    limits: Limits,
+    backend: str,
+    slot: Slot,
+    check_first: bool,
+    keep: frozenset[str],
+) -> tuple[Result, TraitNeeds | None]:
+    """One grading of ``job`` in a fresh job directory, and what its hidden tests' failed build says
+    about the program traits shadowed from them (None when they built, or nothing was shadowed)."""
     limits = limits.with_run_timeout(job.timeout_s)
     job_dir = JobDir(scratch_root() / secrets.token_hex(16))
     outcome: DriverOutcome | None = None
+    needs: TraitNeeds | None = None
     try:
         prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
-        asm = assemble(job, layout.work, sentinel_crate=backend != CARGO and sentinel_rlib() is not None)
+        asm = assemble(job, layout.work, sentinel_crate=backend != CARGO and sentinel_rlib() is not None, keep=keep)
         plan = (
             cargo_plan(job, asm, layout, limits)
             if backend == CARGO
@@ -131,13 +176,25 @@ def grade_job(
             result = Result(
                 **{**result.__dict__, "measures": {**result.measures, "run_peak_mb": round(slot.memory.peak_mb(), 1)}}
             )
+        needs = _scope_needs(job, asm, plan, outcome, result)
     except Exception as exc:  # noqa: BLE001 - a harness fault must not lose the batch
         result = Result(id=job.id, status=Status.SANDBOX_ERROR, reason=f"harness error: {type(exc).__name__}: {exc}")
     finally:
         release(slot, isolation, job_dir, outcome)
-    return Result(
-        **{**result.__dict__, "duration_s": time.monotonic() - start, "isolation": isolation.name, "backend": backend}
-    )
+    return result, needs
+
+
+def _scope_needs(job: Job, asm: Assembly, plan: Plan, outcome: DriverOutcome, result: Result) -> TraitNeeds | None:
+    """What the errors of the hidden tests' builds say about the shadowed program traits, when the
+    program built and every build of the hidden tests failed; None otherwise, or when they say nothing."""
+    if not asm.shadowed or not result.build.ok or result.tests.hidden.ran:
+        return None
+    built = [outcome.steps[name] for name in plan.hidden_compile if _ran(outcome, name) is not None]
+    if not built or any(step.exit_code == 0 for step in built):
+        return None
+    diags = [diag for step in built for _, diag in counted_messages(step.output)]
+    needs = trait_needs(diags, asm.hidden_file, asm.shadowed, job.crate_name)
+    return needs if needs.names else None
 
 
 def between_runs(job_dir: JobDir, isolation: Isolation, uid: int | None) -> Callable[[], None]:

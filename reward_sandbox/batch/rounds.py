@@ -9,14 +9,18 @@ it is the one place a run can write). Nothing a process holds (threads, their na
 signal dispositions, globals, the panic hook) reaches the next program, and no gate is needed.
 - When the build fails, each error is traced, through its spans (macro expansions included), to
   the program directories it points into; those programs are graded alone and the rest rebuilt.
-  An error that points into no program's directory sends every program alone.
+  An error that points into no program's directory sends every program alone. A program whose
+  every error says its hidden tests need some of its traits back (``compile/trait_scope.py``) is
+  graded alone at once with them back (or refused), in this batch's slot: it skips the build alone
+  that would only say so again.
 - Warnings are counted per program from their primary span's file, as a single grading counts
   them; a warning that belongs to no program and is not ours sends every program alone.
 - Each program's runs are read by the single grader's own ``classify``, under the single plan's
   step names, with the program's module dropped from its test names (``compile/testlog.py``): the verdict
   is computed by the same code, from the same kind of runs, as a single one.
 A program whose runs did not all end (the sandbox was stopped) or that a memory kill may have hit
-is graded alone by the caller; a batch never yields a ``sandbox_error``.
+is graded alone by the caller; a batch's own build never yields a ``sandbox_error`` (a program
+graded alone with its traits back may, as any grading alone).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backends import (
+    FAST,
     FORCED_LINTS,
     SEALED_DIR,
     cargo_manifest,
@@ -41,13 +46,24 @@ from ..backends import (
 from ..compile.diagnostics import counted_messages, primary_span
 from ..compile.sentinel import extern_flags, sentinel_rlib, write_rlib
 from ..compile.toolchain import Toolchain
-from ..grader import Slot, between_runs, classify, prepare_dirs, release, scratch_root, step_killer
+from ..compile.trait_scope import TraitNeeds, trait_needs
+from ..grader import (
+    Slot,
+    between_runs,
+    classify,
+    grade_job,
+    prepare_dirs,
+    release,
+    scope_widened,
+    scratch_root,
+    step_killer,
+)
 from ..isolation.layout import JobDir, Layout
 from ..isolation.levels import Isolation
 from ..isolation.limits import Limits
 from ..isolation.process import DriverOutcome, Step, StepOutcome, driver_script, run_driver
 from ..jobs import Job
-from ..results import Result
+from ..results import Result, invalid_result
 from .crate import BatchCrate, Member, build_batch
 
 MAX_ROUNDS = 3  # builds before whatever is left is graded alone
@@ -68,6 +84,7 @@ class _Round:
     results: dict[int, Result] = field(default_factory=dict)  # trusted verdicts (member index in the round)
     culprits: set[int] | None = None  # build failed: these broke it (None: unknown, all alone)
     built: bool = False
+    scoped: dict[int, TraitNeeds] = field(default_factory=dict)  # of ``culprits``: only their traits' scope
 
 
 def grade_batch(
@@ -85,8 +102,13 @@ def grade_batch(
         if not got.built:
             if not got.culprits:
                 break
-            outcome.alone += [pending[k] for k in sorted(got.culprits)]
-            outcome.broken += [pending[k] for k in sorted(got.culprits)]
+            for k in sorted(got.culprits):
+                if k in got.scoped:
+                    job = jobs[pending[k]]
+                    outcome.results[pending[k]] = _with_traits(job, got.scoped[k], toolchain, isolation, limits, slot)
+                else:
+                    outcome.alone.append(pending[k])
+                    outcome.broken.append(pending[k])
             pending = [p for k, p in enumerate(pending) if k not in got.culprits]
             continue
         outcome.results.update({pending[k]: r for k, r in got.results.items()})
@@ -94,6 +116,17 @@ def grade_batch(
         pending = []
     outcome.alone += pending
     return outcome
+
+
+def _with_traits(
+    job: Job, needs: TraitNeeds, toolchain: Toolchain, isolation: Isolation, limits: Limits, slot: Slot
+) -> Result:
+    """A program whose hidden tests need some of its traits back, graded alone with them back, as
+    ``grader.grade_job`` would after its own first build; or refused, as it would be."""
+    keep, refusal = scope_widened(job, needs, frozenset())
+    if refusal is not None:
+        return invalid_result(job.id, f"job {job.id!r}: {refusal}")
+    return grade_job(job, toolchain=toolchain, isolation=isolation, limits=limits, backend=FAST, slot=slot, keep=keep)
 
 
 def _files_of(diag: dict[str, Any]) -> list[str]:
@@ -130,6 +163,25 @@ def _culprits(output: bytes, layout: Layout, crate: BatchCrate) -> set[int] | No
             return None
         culprits |= {o for o in owners if o is not None}
     return culprits or None
+
+
+def _scoped(output: bytes, layout: Layout, crate: BatchCrate, culprits: set[int]) -> dict[int, TraitNeeds]:
+    """The culprits whose every error is their hidden tests' want of some of their traits, and what
+    those errors say (``trait_scope.trait_needs``)."""
+    tags = {m.tag: i for i, m in enumerate(crate.members)}
+    errors: dict[int, list[dict[str, Any]]] = {}
+    for _, diag in counted_messages(output):
+        if diag["level"] == "error":
+            for owner in culprits & {_owner(f, layout, tags) for f in _files_of(diag)}:
+                errors.setdefault(owner, []).append(diag)
+    out = {}
+    for i, diags in errors.items():
+        member = crate.members[i]
+        if member.asm.shadowed:
+            needs = trait_needs(diags, member.asm.hidden_file, member.asm.shadowed, member.job.crate_name)
+            if needs.names and not needs.unexplained:
+                out[i] = needs
+    return out
 
 
 def _warnings(output: bytes, layout: Layout, crate: BatchCrate) -> dict[int, list[str]] | None:
@@ -249,7 +301,13 @@ def _judge(
     index = {id(job): k for k, job in enumerate(jobs)}  # member (tag order) -> job (input order)
     if testc.exit_code != 0:
         culprits = _culprits(testc.output, layout, crate)
-        return _Round(culprits=None if culprits is None else {index[id(crate.members[i].job)] for i in culprits})
+        if culprits is None:
+            return _Round()
+        scoped = _scoped(testc.output, layout, crate, culprits)
+        return _Round(
+            culprits={index[id(crate.members[i].job)] for i in culprits},
+            scoped={index[id(crate.members[i].job)]: needs for i, needs in scoped.items()},
+        )
     got = _Round(built=True)
     lints = _warnings(testc.output, layout, crate)
     if lints is None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from ..jobs import Job, TestMode
 from .lexer import LexError, code_only, inner_attributes_end
 from .prelude import after_glob_uses, prelude_imports
-from .trait_scope import shadowing_items
+from .trait_scope import shadows
 
 NONCE_DIR = ".rg"  # root-owned, mode 0711: the nonce file in it can be read by name only
 STD_MACROS = (
@@ -64,6 +64,7 @@ class Assembly:
     hidden_root: str | None = None  # unit/main mode: program with its own tests off + hidden tests
     module: str = ""  # batches: the program's module in the batch crate (``{tag}_m``)
     sentinel_crate: str | None = None  # the sentinel crate's name in this job's test builds, if linked
+    shadowed: frozenset[str] = frozenset()  # program trait names kept from the hidden tests (trait_scope.py)
 
     @property
     def prefix(self) -> str:
@@ -75,6 +76,11 @@ class Assembly:
         """Also the libtest filter of the hidden run (``{tag}_hidden::`` holds its sentinel too),
         alone and in a batch alike: libtest filters match anywhere in a test's name."""
         return f"{self.tag}_hidden"
+
+    @property
+    def hidden_file(self) -> str:
+        """The file of the hidden tests, where the compiler's errors about the shadows point."""
+        return self.test_path or f"{self.tag}_h.rs"
 
     @property
     def sentinel_test(self) -> str:
@@ -191,27 +197,37 @@ def _sentinel_test(nonce_path: str, crate: str | None, edition: str) -> str:
     )
 
 
-def assemble(job: Job, work_dir: str, sentinel_crate: bool = False) -> Assembly:
+def assemble(job: Job, work_dir: str, sentinel_crate: bool = False, keep: frozenset[str] = frozenset()) -> Assembly:
     """Lay out ``job`` as crate files with fresh random names and a fresh nonce. ``work_dir`` is the
     steps' view of the work directory, where the driver puts the nonce file just before tests run.
     ``sentinel_crate``: the sentinel tests call the prebuilt sentinel crate (``sentinel.py``) under
     the name ``Assembly.sentinel_crate``, which every ``--test`` build must then get as an
-    ``--extern``; else they carry its body inline."""
+    ``--extern``; else they carry its body inline. ``keep``: program trait names a failed build of
+    the hidden tests showed they need (``trait_scope.trait_needs``), left in their scope."""
     tag = "rg" + secrets.token_hex(8)
     crate = f"{tag}_k" if sentinel_crate else None
     nonce = secrets.token_hex(16)
     nonce_path = f"{work_dir}/{NONCE_DIR}/{secrets.token_hex(16)}"
     sentinel_file, sentinel_mod = f"{tag}_s.rs", f"zzzz_{tag}_end"
     hidden_file, hidden_mod = f"{tag}_h.rs", f"{tag}_hidden"
-    # std's names and none of the program's traits the tests do not name (prelude.py, trait_scope.py)
-    scope = prelude_imports(job.tests, job.edition) + shadowing_items(job.source, job.tests)
-    imports = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; {scope}"
-    tests = after_glob_uses(job.tests, scope)  # a glob of theirs in an inner scope beats our outer items
+    # std's names, and none of the program's traits but those a build showed the tests need (prelude.py, trait_scope.py)
+    macros = f"#[allow(unused_imports)] use ::std::{{{STD_MACROS}}}; "
+    prelude = prelude_imports(job.tests, job.edition)
+    shade = shadows(job.source, job.tests, outer_uses=macros + prelude, inner_uses=prelude, keep=keep)
+    imports = macros + prelude + shade.outer
+    # a glob of theirs in an inner scope beats our outer items: the same imports go next to it
+    tests = after_glob_uses(job.tests, prelude + shade.inner)
     own = _TEST_ATTR.search(_code(job.source)) is not None
     sentinel = "#![allow(warnings, clippy::all)]\n" + _sentinel_test(nonce_path, crate, job.edition)
     files = {sentinel_file: sentinel}
     layout = functools.partial(
-        Assembly, nonce=nonce, nonce_path=nonce_path, tag=tag, has_own_tests=own, sentinel_crate=crate
+        Assembly,
+        nonce=nonce,
+        nonce_path=nonce_path,
+        tag=tag,
+        has_own_tests=own,
+        sentinel_crate=crate,
+        shadowed=shade.names if job.tests.strip() else frozenset(),
     )
     if job.test_mode is TestMode.INTEGRATION:
         files["lib.rs"] = _insert(job.source, _decl(sentinel_file, sentinel_mod))

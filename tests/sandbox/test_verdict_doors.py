@@ -546,10 +546,10 @@ def test_a_program_trait_cannot_answer_the_hidden_tests_method_calls(grader, sha
     assert all(r.tests.hidden.passed == 0 for r in results[1:3])
 
 
-def test_a_helper_trait_serves_the_tests_only_when_they_name_it(grader):
+def test_a_helper_trait_serves_the_tests_named_or_not(grader):
     """Exercism's queen-attack reference answers through a trait of its own the tests do not name:
-    shadowed, the tests do not compile against it (the price of the rule; the README says so), and
-    they do when they name it."""
+    the build with it shadowed says they need it (rustc: "implemented but not in scope"), and it is
+    back for the next; a suite that names it has it from the start."""
     source = (
         "pub struct Queen(i32);\npub trait Piece {\n    fn attacks(&self, other: &Queen) -> bool;\n}\n"
         "impl Piece for Queen {\n    fn attacks(&self, other: &Queen) -> bool {\n        self.0 == other.0\n    }\n}\n"
@@ -561,7 +561,7 @@ def test_a_helper_trait_serves_the_tests_only_when_they_name_it(grader):
             {"id": "n", "source": source, "tests": "use super::Piece;\n" + tests},
         ]
     )
-    assert unnamed.status is Status.TEST_FAILURE and "do not compile" in (unnamed.reason or ""), unnamed.reason
+    assert unnamed.status is Status.OK, (unnamed.reason, unnamed.output_tail)
     assert named.status is Status.OK, (named.reason, named.output_tail)
 
 
