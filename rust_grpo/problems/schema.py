@@ -86,12 +86,15 @@ class Problem:
 
 # The Problem fields a grading job needs; they travel as dataset columns to the reward functions.
 JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level", "allow_unsafe", "crates")
-_JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Problem) if f.name in JOB_COLUMNS}
+# What the reward functions read besides the job: the reference solution names the asked functions
+# (rewards/argless.asked_functions: own-test credit and the argument check), never a prompt column
+REWARD_COLUMNS = (*JOB_COLUMNS, "solution")
+_JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Problem) if f.name in REWARD_COLUMNS}
 
 
 def job_columns(problems: list[Problem | None]) -> dict[str, list[Any]]:
-    """Column-wise job fields of ``problems`` (None rows get the defaults)."""
-    return {name: [getattr(p, name) if p else _JOB_DEFAULTS[name] for p in problems] for name in JOB_COLUMNS}
+    """Column-wise reward fields of ``problems`` (None rows get the defaults)."""
+    return {name: [getattr(p, name) if p else _JOB_DEFAULTS[name] for p in problems] for name in REWARD_COLUMNS}
 
 
 def problem_from_columns(columns: dict[str, Any], index: int) -> Problem:
@@ -323,6 +326,6 @@ def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> list[dict[
 def to_training_rows(problems: list[Problem], fmt: AnswerFormat | None = None) -> list[dict[str, Any]]:
     """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
     return [
-        {"prompt": chat_prompt(p, fmt), "id": p.id, **{name: getattr(p, name) for name in JOB_COLUMNS}}
+        {"prompt": chat_prompt(p, fmt), "id": p.id, **{name: getattr(p, name) for name in REWARD_COLUMNS}}
         for p in problems
     ]

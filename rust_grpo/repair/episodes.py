@@ -9,8 +9,9 @@ with scripted answers.
 What feedback shows, and what it never shows:
 - no code: the parser's complaint (no ```rust block, ...);
 - the program does not compile: its first few errors, each as line, code and rustc's one-line
-  message. Never the rendered snippets (they may quote other files) and never an error located
-  in the hidden tests' files (the sandbox drops those);
+  message, from the build of the program alone. Never the rendered snippets (they may quote other
+  files), never an error located in the hidden tests' files (the sandbox drops those), and none
+  when a limit stopped the compiler (that may be the build holding the hidden tests);
 - the hidden tests do not compile against it: that sentence only, with no compiler message, since
   the message would be about the hidden tests' code;
 - hidden tests fail: their *names* and how many, nothing else. Their panic messages are dropped on
@@ -20,7 +21,13 @@ What feedback shows, and what it never shows:
   tests' inputs and answers instead of the task;
 - the program's own tests fail or do not compile: their names and trimmed panic messages or
   compiler errors (the model wrote those tests; the sandbox keeps their output apart, see
-  ``TestReport.own_output``);
+  ``TestReport.own_output``). Compiler errors only from a build without the hidden tests: the
+  sandbox builds the own tests together with the hidden ones, and an error only the hidden tests
+  cause can point into the program's own file (``const { if N == 5 { panic!() } }`` in a program
+  generic over a length fails to compile for the lengths the hidden tests pass, and the message
+  names them). So when the own tests did not build there, the program is graded again with its
+  own tests alone (``RewardContext.grade_own_tests_alone``) and that grading speaks for them; an
+  error that build does not show is the hidden tests' and gets the sentence above, nothing more;
 - limits (time, memory, output), and answers flagged as hacks, in one sentence each.
 A completion the sandbox could not grade gets no feedback: its episode ends there (every reward is
 None for it, as in single-turn training).
@@ -33,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reward_sandbox import Status
+from reward_sandbox import Result, Status
 
 from ..rewards.functions import Evaluation, RewardContext, reward_values
 
@@ -44,6 +51,7 @@ _HIDDEN_PREFIX = re.compile(r"^rg[0-9a-f]+_hidden::")  # the sandbox's random mo
 _NOISE = re.compile(r"^note: run with `RUST_BACKTRACE=1`.*$", re.MULTILINE)
 _OWN_BLOCK = re.compile(r"^---- (\S+) ----$", re.MULTILINE)
 RETRY = "Fix the code and answer again in the same format, with the whole corrected program."
+OWN_WITH_HIDDEN = "Your #[cfg(test)] tests did not build together with the hidden tests."
 
 
 def passes(e: Evaluation) -> bool:
@@ -94,18 +102,44 @@ def _what_went_wrong(e: Evaluation) -> str:
             total = max(hidden.total, hidden.expected)
             shown = ", ".join(names[:MAX_TESTS]) + (", ..." if len(names) > MAX_TESTS else "")
             lines.append(f"{hidden.failed} of {total} hidden tests failed: {shown}.")
-    if own.failed or (own.ran and not own.trusted) or (not own.ran and r.tests.own_output):
-        lines.append(_own_tests(r.tests.own.failures, r.tests.own_output, own.ran))
+    alone = _own_grading(e)
+    if alone is None:
+        lines.append(OWN_WITH_HIDDEN)
+    else:
+        own, own_output = alone.tests.own, alone.tests.own_output
+        if own.failed or (own.ran and not own.trusted) or (not own.ran and own_output):
+            lines.append(_own_tests(own.failures, own_output, own.ran))
     if not lines:
         lines.append("The program has no test that passes: add a #[cfg(test)] mod tests with #[test] functions.")
     return "\n".join(lines)
 
 
+def own_build_held_hidden(e: Evaluation) -> bool:
+    """The program builds, but its own tests did not, in a build that also held the row's hidden
+    tests: what that build said may be about the hidden tests, so feedback needs the program
+    graded again with its own tests alone (``run_episodes`` asks for it)."""
+    r = e.result
+    return e.has_hidden and r is not None and r.build.ok and not r.tests.own.ran and r.tests.own.failed > 0
+
+
+def _own_grading(e: Evaluation) -> Result | None:
+    """The grading whose own-test report feedback may quote: the first, unless its own tests did not
+    build alongside the hidden tests; then the program's grading with its own tests alone, or None
+    when there is none."""
+    if not own_build_held_hidden(e):
+        return e.result
+    return e.own_result
+
+
 def _compile_errors(e: Evaluation) -> str:
+    """The program's errors, read from the build of the program alone. A limit (time, memory, output)
+    that stopped a compile may have stopped the test build, which holds the hidden tests, before the
+    build alone ran: then only the limit is told."""
     assert e.result is not None
     errors = e.result.build.diagnostics
-    if not errors:
-        return _limit(e.result.status) or "The code does not compile."
+    limit = _limit(e.result.status)
+    if limit or not errors:
+        return limit or "The code does not compile."
     shown = [_diagnostic_line(d.line, d.code, d.message) for d in errors[:MAX_ERRORS]]
     more = f"\n(and {len(errors) - MAX_ERRORS} more)" if len(errors) > MAX_ERRORS else ""
     return "The code does not compile:\n" + "\n".join(shown) + more
@@ -236,6 +270,11 @@ def run_episodes(
         answers = policy.answer(active)
         subset = {name: [values[i] for i in active] for name, values in columns.items()}
         evaluations = context.evaluate(answers, subset)
+        if turn + 1 < max_turns:  # feedback follows: own-test errors from a build without the hidden tests
+            alone = [
+                k for k, e in enumerate(evaluations) if not e.unknown and not passes(e) and own_build_held_hidden(e)
+            ]
+            evaluations = context.grade_own_tests_alone(evaluations, subset, alone)
         still = []
         for i, text, e in zip(active, answers, evaluations):
             rewards = reward_values(e, context.min_tests)

@@ -7,10 +7,13 @@ the body names none of the parameters. ``rates/argless_builds`` (training) and t
 benchmark's ``argless_builds`` (per stage) report the share of builds that do so; it should fall
 as the policy learns to be right, not rise.
 
-The asked function is the one the row's hidden tests call that the program defines, so the check
-needs no signature (Oxen's rows have none) and follows the names the program chose. Comments and
-strings are ignored (``reward_sandbox.compile.lexer.code_only``), except inline format arguments (``format!("{n:b}")``
-reads ``n``).
+The asked functions are the row's, never the program's nor the tests' own (:func:`asked_functions`):
+the functions its hidden tests call that the tests do not define themselves (``fn case_1()`` is a
+test, not a call) and, when the row has a reference solution, that the solution defines. So the
+check needs no signature (Oxen's rows have none), and a program cannot choose what is judged by
+naming one of its own functions like a hidden test. Comments and strings are ignored
+(``reward_sandbox.compile.lexer.code_only``), except inline format arguments (``format!("{n:b}")``
+reads ``n``). Own-test credit (``mutants.py``) changes the same functions.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from reward_sandbox.compile.lexer import LexError, code_only
 from .audit import matching_brace
 
 _FN = re.compile(r"\bfn\s+([A-Za-z_]\w*)")
+_FN_BEFORE = re.compile(r"\bfn\s+$")  # searched in the text before a call: the name follows `fn`
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:::\s*<[^()]*>\s*)?\(")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 _FORMAT_ARG = re.compile(r"\{([A-Za-z_]\w*)[:}]")
@@ -71,6 +75,18 @@ def _after_generics(clean: str, pos: int) -> int:
     return pos
 
 
+def _body_brace(clean: str, pos: int) -> int | None:
+    """The ``{`` opening the body of a fn whose header continues at ``pos``, or None when a ``;`` outside
+    brackets ends it first (``-> [u8; 4]`` holds one inside)."""
+    depth = 0
+    for i in range(pos, len(clean)):
+        depth += clean[i] in "(["
+        depth -= clean[i] in ")]"
+        if depth == 0 and clean[i] in "{;":
+            return i if clean[i] == "{" else None
+    return None
+
+
 def function_definitions(code: str) -> dict[str, tuple[list[str], str, str]]:
     """``name -> (parameters, body in code-only text, body as written)`` for every ``fn`` with a body
     (the first definition of a name wins). Raises :class:`LexError` on text that does not lex."""
@@ -90,8 +106,8 @@ def function_definitions(code: str) -> dict[str, tuple[list[str], str, str]]:
                 break
         if close < 0:
             continue
-        brace, semicolon = clean.find("{", close), clean.find(";", close)
-        if brace < 0 or 0 <= semicolon < brace:  # a declaration (trait method), no body
+        brace = _body_brace(clean, close + 1)
+        if brace is None:  # a declaration (trait method), no body
             continue
         end = matching_brace(clean, brace)
         if name not in out:
@@ -99,23 +115,48 @@ def function_definitions(code: str) -> dict[str, tuple[list[str], str, str]]:
     return out
 
 
-def asked_function(code: str, tests: str) -> str | None:
-    """The first function the hidden ``tests`` call that ``code`` defines, or None."""
+def asked_functions(tests: str, solution: str = "") -> tuple[str, ...]:
+    """The functions a row asks for, in the order its hidden ``tests`` first call them: names the tests
+    call (``f(``, ``T::f(``, ``x.f(``) and do not define themselves, and that the reference
+    ``solution`` defines when the row has one (a solution that does not lex is not used). Empty when
+    there are no tests or they call no such function (a row that asks for trait impls only)."""
+    try:
+        text = code_only(tests)
+        own = set(function_definitions(tests))
+    except LexError:
+        return ()
+    reference: set[str] | None = None
+    if solution.strip():
+        try:
+            reference = set(function_definitions(solution))
+        except LexError:
+            reference = None
+    names: list[str] = []
+    for match in _CALL.finditer(text):
+        name = match.group(1)
+        if _FN_BEFORE.search(text[max(0, match.start() - 32) : match.start()]) or name in own or name in names:
+            continue  # a definition (`fn case_1()`), or a function of the tests' own
+        if reference is None or name in reference:
+            names.append(name)
+    return tuple(names)
+
+
+def asked_function(code: str, tests: str, solution: str = "") -> str | None:
+    """The first of the row's asked functions (:func:`asked_functions`) that ``code`` defines, or None."""
     try:
         defined = function_definitions(code)
-        called = [m.group(1) for m in _CALL.finditer(code_only(tests))]
     except LexError:
         return None
-    return next((name for name in called if name in defined), None)
+    return next((name for name in asked_functions(tests, solution) if name in defined), None)
 
 
-def ignores_arguments(code: str | None, tests: str) -> bool | None:
-    """True when the function the hidden tests call takes parameters and its body names none of
-    them; False when it names one (or takes none); None when there is no such function to judge
-    (no code, no hidden tests, or the tests call nothing the program defines)."""
+def ignores_arguments(code: str | None, tests: str, solution: str = "") -> bool | None:
+    """True when the asked function (:func:`asked_function`) takes parameters and its body names none
+    of them; False when it names one (or takes none); None when there is no such function to judge
+    (no code, no hidden tests, or the program defines none of the asked functions)."""
     if not code or not tests.strip():
         return None
-    name = asked_function(code, tests)
+    name = asked_function(code, tests, solution)
     if name is None:
         return None
     params, clean_body, body = function_definitions(code)[name]

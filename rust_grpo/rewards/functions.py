@@ -4,7 +4,8 @@ TRL calls each reward function in turn with the same batch. The first call grade
 batch (see :meth:`RewardContext.evaluate`); the others read the shared memo. When the sandbox
 cannot grade a completion, *every* reward function returns ``None`` for it: TRL drops a
 completion only when all of them do, so a fault never reads as a bad (or a good) program.
-Own tests earn credit only when they would catch a wrong program (see ``mutants.py``).
+Own tests earn credit only when they would catch wrong versions of the asked function (see
+``mutants.py`` and :attr:`Evaluation.catching_tests`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from reward_sandbox.results import invalid_result
 from ..problems.answer_format import THINK, AnswerFormat
 from ..problems.parsing import ParsedCompletion, completion_text, parse_completion
 from ..problems.schema import Problem, problem_from_columns
-from .argless import ignores_arguments
+from .argless import asked_functions, ignores_arguments
 from .audit import CodeAudit, audit_code, code_view, matching_brace
-from .mutants import BODIES, replace_bodies
+from .mutants import ANSWER_CHANGING, KINDS, wrong_versions
 
 log = logging.getLogger("rust_grpo")
 
@@ -54,12 +55,15 @@ class Evaluation:
     audit: CodeAudit | None
     result: Result | None  # None when there was no code to grade
     has_hidden: bool
-    mutant_results: tuple[Result, ...] = ()  # the same own tests on wrong versions of the program
+    mutant_results: tuple[Result, ...] = ()  # the same own tests on wrong versions of the asked function
+    mutant_kinds: tuple[str, ...] = ()  # the kind of each of them (``mutants.KINDS``)
     format_ok: bool = False  # follows the run's answer format (see answer_format.py)
     # the program's own tests graded as its wrong versions are (alone, no hidden tests), when its
-    # first grading could differ from theirs in what a test can observe (it came from a batch)
+    # first grading could differ from theirs in what a test can observe (it came from a batch), or
+    # when repair feedback needs its own tests' errors from a build without the hidden tests
+    # (RewardContext.grade_own_tests_alone)
     own_result: Result | None = None
-    # the function the row's hidden tests call names none of its parameters (see argless.py)
+    # the asked function names none of its parameters (see argless.py)
     argless: bool = False
 
     @property
@@ -70,19 +74,26 @@ class Evaluation:
 
     @property
     def catching_tests(self) -> frozenset[str]:
-        """Own tests that pass on the program, fail on every wrong version of it that built (at least
-        one did), and that the audit finds meaningful: the tests that would catch a bug. The program's
-        run and its wrong versions' runs are alike in all a test can observe but the code (command
-        line, environment, files, order: ``reward_sandbox/backends.py``), so a test that sniffs the
-        run instead of checking the code passes or fails on all of them alike."""
+        """Own tests that would catch a bug in the asked function. The rule: a test earns credit when
+        the audit finds it meaningful, it passes on the program, and it fails on *every* wrong version
+        of the asked functions that built (``mutants.py``: a default answer, a perturbed answer, a
+        panic; helpers as written), of which at least one that answers (not only the panic) built and
+        ran. So a test that passes on any wrong version earns nothing: a tautology
+        (``r.is_some() || r.is_none()``), a test of a helper alone, a test that only calls the
+        function, and also a test whose expected answer is the default one (``None``, ``0``,
+        ``false``). Where no answering version can be written (the asked functions return only the
+        program's own types), no own test earns credit. The program's run and its wrong versions'
+        runs are alike in all a test can observe but the code (command line, environment, files,
+        order: ``reward_sandbox/backends.py``), so a test that sniffs the run instead of checking the
+        code passes or fails on all of them alike."""
         reference = self.own_result or self.result
         if reference is None or self.audit is None or self.hacked or not reference.tests.own.trusted:
             return frozenset()
-        built = [m for m in self.mutant_results if m.build.ok and m.tests.own.ran]
-        if not built:
+        built = [(m, kind) for m, kind in zip(self.mutant_results, self.mutant_kinds) if m.build.ok and m.tests.own.ran]
+        if not any(kind in ANSWER_CHANGING for _, kind in built):
             return frozenset()
         caught = self.audit.meaningful_names() & set(reference.tests.own.passes)
-        for mutant in built:
+        for mutant, _ in built:
             caught -= set(mutant.tests.own.passes) if mutant.tests.own.trusted else caught
         return frozenset(caught)
 
@@ -162,11 +173,16 @@ class RewardContext:
         return evaluations
 
     def _grade(self, texts: list[str], rows: list[Problem], columns: dict[str, Any]) -> list[Evaluation]:
-        """Parallel rounds: every program against its row's hidden tests (its own tests run apart),
-        then, only for programs with a passing own test, a wrong version of the program against
-        those own tests."""
+        """Two parallel rounds: every program against its row's hidden tests (its own tests run apart),
+        then, only for programs with a passing meaningful own test, the wrong versions of its asked
+        functions (``mutants.wrong_versions``) against those own tests, all in one round."""
         parsed = [parse_completion(t) for t in texts]
         audits = [audit_code(p.code) if p.code else None for p in parsed]
+        # the asked functions: the row's (its hidden tests and, where the columns carry it, its reference
+        # solution: argless.asked_functions), never the program's; None (every function) for a row whose
+        # tests call none, or that has none
+        solutions = [str(v) for v in _column(columns, "solution", len(texts), "")]
+        asked = [asked_functions(rows[i].tests, solutions[i]) or None for i in range(len(texts))]
         start = time.monotonic()
         programs: dict[int, Job | InvalidJob] = {}
         for i, p in enumerate(parsed):
@@ -176,12 +192,14 @@ class RewardContext:
                 except InvalidJob as exc:  # e.g. a NUL byte in the code: the completion's fault, graded as invalid
                     programs[i] = exc
         results = self._grade_jobs(programs)
-        # Wrong versions, for programs whose own tests pass: the `default` one where it builds (one
-        # extra grading), else the `todo` one (a third round, for those few).
-        owners = [
-            i for i, r in results.items() if r.tests.own.passed and (audit := audits[i]) is not None and audit.tests
-        ]
-        mutant_results: dict[tuple[int, str], Result] = {}
+        # Wrong versions, for programs with a meaningful own test that passes and an answering wrong
+        # version to run it on (none: no credit, nothing to grade).
+        versions = {
+            i: wrong_versions(parsed[i].code or "", asked[i])
+            for i, r in results.items()
+            if (audit := audits[i]) is not None and audit.meaningful_names() & set(r.tests.own.passes)
+        }
+        owners = [i for i, v in versions.items() if any(kind in v for kind in ANSWER_CHANGING)]
         # A batched run differs from a run alone in what a test can see (the binary holds the batch's
         # other programs, and the batch's filter): those programs' own tests are graded again as their
         # wrong versions are, alongside the first of them.
@@ -190,24 +208,15 @@ class RewardContext:
             for i in owners
             if "batch" in results[i].measures
         }
-        own_results: dict[int, Result] = {}
-        for kind in BODIES:
-            round_jobs: dict[Any, Job | InvalidJob] = {
-                (i, kind): self._mutant_job(
-                    programs[i], replace_bodies(parsed[i].code or "", BODIES[kind]), f"{i}:{kind}"
-                )
-                for i in owners
-            }
-            graded = self._grade_jobs({**round_jobs, **again})
-            own_results.update({i: graded.pop((i, "program")) for i, _ in again})
-            again = {}
-            mutant_results.update(graded)
-            owners = [
-                i
-                for i in owners
-                if not mutant_results[(i, kind)].build.ok
-                and mutant_results[(i, kind)].status is not Status.SANDBOX_ERROR
-            ]
+        round_jobs: dict[Any, Job | InvalidJob] = {
+            (i, kind): self._mutant_job(programs[i], versions[i][kind], f"{i}:{kind}")
+            for i in owners
+            for kind in KINDS
+            if kind in versions[i]
+        }
+        graded = self._grade_jobs({**round_jobs, **again}) if round_jobs else {}
+        own_results = {i: graded.pop((i, "program")) for i, _ in again}
+        mutant_results: dict[tuple[int, str], Result] = graded
         self.sandbox_seconds += time.monotonic() - start
         evaluations = [
             Evaluation(
@@ -216,9 +225,10 @@ class RewardContext:
                 result=results.get(i),
                 has_hidden=bool(rows[i].tests.strip()),
                 mutant_results=tuple(r for (owner, _), r in mutant_results.items() if owner == i),
+                mutant_kinds=tuple(kind for (owner, kind) in mutant_results if owner == i),
                 own_result=own_results.get(i),
                 format_ok=self.answer_format.follows(p),
-                argless=bool(ignores_arguments(p.code, rows[i].tests)),
+                argless=bool(ignores_arguments(p.code, rows[i].tests, solutions[i])),
             )
             for i, p in enumerate(parsed)
         ]
@@ -228,6 +238,31 @@ class RewardContext:
             GradedBatch(getattr(state, "global_step", 0) if state is not None else 0, ids, texts, evaluations)
         )
         return evaluations
+
+    def grade_own_tests_alone(
+        self, evaluations: Sequence[Evaluation], columns: dict[str, Any], indices: Sequence[int]
+    ) -> list[Evaluation]:
+        """``evaluations``, those at ``indices`` given an ``own_result``: the program graded again with
+        only its own tests, as its wrong versions are, all in one parallel pass. Repair feedback quotes
+        own-test compiler errors from that build, never from one that also held the hidden tests: an
+        error only their instantiations cause (a post-monomorphization error located in the program's
+        own file) names the hidden inputs' shapes. A grading the sandbox could not do leaves
+        ``own_result`` unset, so ``unknown`` and every reward stay as the first grading made them."""
+        jobs: dict[Any, Job | InvalidJob] = {}
+        for i in indices:
+            code = evaluations[i].parsed.code
+            if code is not None:
+                program = problem_from_columns(columns, i).job_or_invalid(code, str(i))
+                if isinstance(program, Job):
+                    jobs[i] = self._mutant_job(program, code, f"{i}:alone")
+        start = time.monotonic()
+        graded = self._grade_jobs(jobs)
+        self.sandbox_seconds += time.monotonic() - start
+        out = list(evaluations)
+        for i, result in graded.items():
+            if result.status is not Status.SANDBOX_ERROR:
+                out[i] = dataclasses.replace(out[i], own_result=result)
+        return out
 
     @staticmethod
     def _mutant_job(program: Job | InvalidJob, source: str, job_id: str) -> Job | InvalidJob:
@@ -463,7 +498,8 @@ def all_hidden_reward(e: Evaluation, _min_tests: int) -> float | None:
 
 def build_using_args_reward(e: Evaluation, _min_tests: int) -> float:
     """``build`` for answers that read their input: 1 when the program builds as an answer and the
-    function the hidden tests call names at least one of its parameters (or takes none); else 0.
+    asked function (the row's, ``argless.asked_function``) names at least one of its parameters (or
+    takes none); else 0.
     Never more than ``build`` pays, so nothing ``build`` closes reopens here; a stub that only names
     an argument (``let _ = n;``) still earns it, so ``rates/argless_builds`` and the hidden tests,
     not this reward, say whether the policy is right."""

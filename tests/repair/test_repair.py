@@ -143,3 +143,74 @@ def test_an_answer_the_sandbox_cannot_grade_ends_its_episode_unscored():
     assert policy.told == [[]] and len(episode.turns) == 1
     assert episode.final.evaluation.unknown and episode.final.reward is None
     assert all(v is None for v in episode.final.rewards.values())
+
+
+# --- own-test errors come from a build without the hidden tests ---------------------------------
+
+LENGTHS = Problem(
+    id="total",
+    prompt="Sum the array.",
+    tests="#[test]\nfn five() {\n    assert_eq!(total([1, 2, 3, 4, 5]), 15);\n}\n",
+)
+# compiles alone and with its own tests; the hidden tests' instantiation (N = 5) fails to compile,
+# with an error located in the program's own file that names the hidden length
+CONST_PANIC = answer(
+    "pub fn total<const N: usize>(xs: [i32; N]) -> i32 {\n"
+    '    const {\n        if N == 5 {\n            panic!("QZV length probe");\n        }\n    }\n'
+    "    xs.iter().sum()\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n"
+    "    #[test]\n    fn three() {\n        assert_eq!(total([1, 2, 3]), 6);\n    }\n}"
+)
+BROKEN_OWN_TESTS = answer(
+    "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n"
+    "    #[test]\n    fn mine() {\n        assert_eq!(add(1, 1), not_defined_here());\n    }\n}"
+)
+
+
+def test_errors_only_the_hidden_tests_cause_are_never_quoted_even_in_the_programs_own_file(grader):
+    """A program generic over a const length panics at compile time for N == 5: the build holding
+    its own tests and the hidden tests fails with a post-monomorphization error in the program's
+    own file that tells the hidden length (its message is the one the N == 5 branch gives). Feedback gives the fixed sentence for
+    hidden tests that do not compile, and nothing of that build's errors."""
+    policy, (episode,) = run(grader, [[CONST_PANIC, CONST_PANIC]], problem=LENGTHS)
+    first = episode.turns[0].evaluation
+    assert first.result is not None and first.result.build.ok and not first.result.tests.hidden.ran
+    leaked = first.result.tests.own_output
+    assert "QZV" in leaked  # what the sandbox's build with the hidden tests said: N == 5 held there
+    assert first.own_result is not None and first.own_result.tests.own.ok  # its own tests build and pass alone
+    (told,) = policy.told[0]
+    assert "hidden tests do not compile against it" in told
+    assert "5" not in told and "QZV" not in told and "E0080" not in told and "total" not in told
+    assert not any(line.strip() and line.strip() in told for line in leaked.splitlines())
+
+
+def test_own_tests_that_do_not_compile_alone_still_get_their_errors_quoted(grader):
+    policy, (episode,) = run(grader, [[BROKEN_OWN_TESTS, RIGHT]])
+    (told,) = policy.told[0]
+    assert "3 of 3 hidden tests failed" in told
+    assert "Your #[cfg(test)] tests do not compile" in told and "error[E0425]" in told
+    assert "not_defined_here" in told
+    assert episode.turns[0].evaluation.own_result is not None and episode.final.passed
+    assert MARKER not in told
+
+
+def test_without_a_build_alone_nothing_of_the_build_with_the_hidden_tests_is_quoted():
+    """Feedback read straight from a first grading (no grading alone, or one the sandbox could not
+    do): the own tests' errors there may be the hidden tests', so only a fixed sentence; and a
+    compile stopped by a limit quotes no error (it may be the build that held the hidden tests)."""
+    from reward_sandbox import Result, Status
+    from reward_sandbox.results import BuildReport, Diagnostic, SuiteReport, TestReport
+    from rust_grpo.problems.parsing import parse_completion
+    from rust_grpo.rewards.functions import Evaluation
+
+    leak = "line 3: error[E0080]: evaluation of `total::<5>::{constant#0}` failed"
+    tests = TestReport(
+        hidden=SuiteReport(ran=False, failed=1, expected=1), own=SuiteReport(ran=False, failed=1), own_output=leak
+    )
+    built = Result(id="0", status=Status.TEST_FAILURE, build=BuildReport(ok=True), tests=tests)
+    e = Evaluation(parsed=parse_completion(CONST_PANIC), audit=None, result=built, has_hidden=True)
+    told = feedback(e)
+    assert told is not None and "did not build together with the hidden tests" in told and "<5>" not in told
+    error = Diagnostic(level="error", code="E0080", message="evaluation of `total::<5>::{constant#0}` failed", line=3)
+    stopped = Result(id="0", status=Status.TIMEOUT, build=BuildReport(ok=False, errors=1, diagnostics=(error,)))
+    told = feedback(Evaluation(parsed=parse_completion(CONST_PANIC), audit=None, result=stopped, has_hidden=True))
+    assert told is not None and "time limit" in told and "<5>" not in told and "E0080" not in told

@@ -98,12 +98,13 @@ def rewards_for(grader, completions, tests=HIDDEN):
 def test_every_component_from_one_grading_of_each_completion(grader):
     completions = [GOOD, TRIVIAL, EXIT_HACK, WRONG, BROKEN, NO_CODE]
     table, context = rewards_for(grader, completions)
-    # one parallel pass for the 5 programs (NO_CODE is never sent), one for a wrong version of each
-    # program whose own tests passed (GOOD, TRIVIAL) and, for those graded in a batch, the program's own
-    # tests once more as its wrong versions are graded (alone), shared by all ten reward functions
+    # one parallel pass for the 5 programs (NO_CODE is never sent), one for the three wrong versions of
+    # `add` (default, perturbed, todo) of the one program with a meaningful own test that passed (GOOD:
+    # TRIVIAL's test nothing) and, if GOOD was graded in a batch, its own tests once more as its wrong
+    # versions are graded (alone), shared by all reward functions
     again = sum(e.own_result is not None for e in context.evaluate(completions, rewards_columns(completions)))
-    assert again == sum("batch" in e.result.measures for e in context.graded[-1].evaluations[:2])
-    assert context.grader.calls == 2 and context.grader.jobs == 5 + 2 + again
+    assert again == ("batch" in context.graded[-1].evaluations[0].result.measures)
+    assert context.grader.calls == 2 and context.grader.jobs == 5 + 3 + again
     assert list(table) == list(REWARD_NAMES)
     good, trivial, hack, wrong, broken, no_code = zip(*table.values())
     assert good[:10] == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)  # two distinct assert lines: asserts 0.5
