@@ -20,6 +20,7 @@ from .cache import ResultCache, job_key
 from .compile.crates import CratesUnavailable, job_crates, passable_by_others
 from .compile.crates import ensure as ensure_crates
 from .compile.crateset import DEBIAN_PACKAGES
+from .compile.prelude import crate_refusal
 from .compile.soundness import unsound_reason
 from .compile.toolchain import find_toolchain
 from .compile.trait_scope import scope_refusal
@@ -202,6 +203,8 @@ class Grader:
                     raise InvalidJob(f"job {job.id!r}: {unsound}", job_id=job.id)
                 if job.tests.strip() and (unscoped := scope_refusal(job.source)) is not None:
                     raise InvalidJob(f"job {job.id!r}: {unscoped}", job_id=job.id)
+                if job.tests.strip() and (posing := crate_refusal(job.source, job.tests, job.edition)) is not None:
+                    raise InvalidJob(f"job {job.id!r}: {posing}", job_id=job.id)
                 crate_key = self._crate_key(job)
             except InvalidJob as exc:
                 results[index] = invalid_result(exc.job_id or f"#{index}", str(exc))

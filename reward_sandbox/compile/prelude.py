@@ -27,6 +27,7 @@ import itertools
 import re
 
 from .crates import detect
+from .crateset import CURATED
 from .lexer import LexError, code_only, code_tokens
 from .usetree import join_paths, use_tree
 
@@ -138,7 +139,7 @@ def prelude_imports(tests: str, edition: str) -> str:
     return out + crate_imports(tests, edition)
 
 
-_CRATE_BINDERS = {"mod", "crate", "as", "struct", "enum", "union", "trait", "type"}
+_ITEM_KEYWORDS = {"mod", "struct", "enum", "union", "trait", "type"}
 
 
 def _path_roots(toks: list[tuple[str, str]]) -> set[str]:
@@ -156,12 +157,27 @@ def _path_roots(toks: list[tuple[str, str]]) -> set[str]:
 
 
 def _bound_names(toks: list[tuple[str, str]]) -> set[str]:
-    """Names the tokens bind in the type namespace: items (``mod std``, ``extern crate regex``,
-    ``as core``) and the leaves of their ``use`` trees (``use a::std;``), not a path's first segment."""
-    bound = {b for (_, a), (kb, b) in itertools.pairwise(toks) if a in _CRATE_BINDERS and kb == "ident"}
+    """Names the tokens bind in the type namespace of their outermost scope, where our imports go:
+    items (``mod std``), ``extern crate regex`` (``as`` its rename) and the leaves of ``use`` trees
+    (``use a::std;``, ``use a as core;``); never a path's first segment nor a cast (``x as std::..``),
+    and nothing inside a function or inner module (an import there does not meet ours)."""
     texts = [s for _, s in toks]
-    for i, text in enumerate(texts):
-        if text == "use" and toks[i][0] == "ident":
+    bound: set[str] = set()
+    depth = 0
+    for i, (kind, text) in enumerate(toks):
+        if kind == "punct" and text in "{([":
+            depth += 1
+        elif kind == "punct" and text in "})]":
+            depth -= 1
+        if depth or kind != "ident":
+            continue
+        following = texts[i + 1 : i + 4]
+        if text in _ITEM_KEYWORDS and following and toks[i + 1][0] == "ident":
+            bound.add(following[0])
+        elif text == "extern" and following[:1] == ["crate"] and len(following) > 1:
+            renamed = following[2:3] == ["as"] and i + 4 < len(texts)
+            bound.add(texts[i + 4] if renamed else following[1])  # `extern crate a as b;` binds b
+        elif text == "use":
             end = texts.index(";", i) if ";" in texts[i:] else len(texts)
             bound |= {b.name for b in use_tree(join_paths(texts[i + 1 : end]), 0)[0] if not b.glob}
     return bound
@@ -179,6 +195,32 @@ def crate_imports(tests: str, edition: str) -> str:
     allowed = {"std"} if edition == "2015" else {"std", "core"} | set(detect(tests))
     names = sorted((roots & allowed) - _bound_names(toks))
     return "".join(f"#[allow(unused_imports)] use ::{name}; " for name in names)
+
+
+def crate_refusal(source: str, tests: str, edition: str) -> str | None:
+    """Why ``source`` could stand in for a crate the hidden tests name, where an import cannot stop
+    it; None when it cannot. ``extern crate self as std;`` at the root puts the program itself into
+    the extern prelude under that name, so even ``::std`` (our imports included) would mean the
+    program: refused in any spelling (a correct program never needs it; ``crate::`` names the crate).
+    In edition 2015 the tests' ``use`` paths start at the program's root, where its own ``mod core``
+    or ``mod regex`` would answer them: a program item named like a crate the tests use is refused."""
+    try:
+        toks = code_tokens(source)
+        test_toks = code_tokens(tests)
+    except LexError:
+        return None  # rustc refuses it
+    texts = [t for _, t in toks]
+    if any(texts[i : i + 3] == ["extern", "crate", "self"] for i in range(len(texts))):
+        return (
+            "declares `extern crate self`, which could stand in for a crate the hidden tests use: write `crate::` paths"
+        )
+    if edition != "2015":
+        return None
+    crates = (_path_roots(test_toks) | set(detect(tests))) & ({"core", "alloc"} | set(CURATED))
+    declared = {b for (_, a), (kb, b) in itertools.pairwise(toks) if a in (*_ITEM_KEYWORDS, "as") and kb == "ident"}
+    if clash := sorted(crates & declared):
+        return f"declares an item named like the crate `{clash[0]}` the tests use (edition 2015 resolves their paths at its root): rename it"
+    return None
 
 
 def after_glob_uses(tests: str, imports: str) -> str:

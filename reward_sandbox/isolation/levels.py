@@ -7,10 +7,10 @@
     the capabilities to switch uid, kill, make binaries exec-only and give each test run namespaces
     of its own; every step runs through ``rg-run`` as the slot's unprivileged uid, under a seccomp
     filter (no namespaces, mounts, ptrace, keyrings, bpf), in the slot's memory cgroup. Each test run
-    gets a pid, ipc and mount namespace of its own, with a fresh work dir and /proc (``runner.c``):
-    the programs of a batch share a build, never kernel state. No host path is in the sandbox's view:
-    the crate set is at ``/crates`` and bubblewrap reads its arguments from a pipe, so its
-    ``/proc/1/cmdline`` names none.
+    gets a pid, ipc and mount namespace of its own, with a fresh work dir and no /proc (``runner.c``):
+    the programs of a batch share a build, never kernel state. The crate set is at ``/crates`` and
+    bubblewrap reads its arguments from a pipe, so neither the compiler's command line nor
+    ``/proc/1/cmdline`` names a host path (``/proc/self/mountinfo`` does, at compile time: a residual).
 ``rlimits`` (fallback)
     where bubblewrap is refused (some containers): the same runner, uid, seccomp filter, rlimits
     and memory cgroup, an empty environment and private 0700 directories, but the host filesystem
@@ -194,6 +194,7 @@ class Bubblewrap(Isolation):
                 "CAP_DAC_OVERRIDE",
                 "CAP_SYS_ADMIN",
             )
+            argv += ["--cap-drop", "ALL"]  # bubblewrap started by root keeps every capability unless told
             for cap in caps:
                 argv += ["--cap-add", cap]
         else:

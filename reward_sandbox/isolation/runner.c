@@ -23,8 +23,9 @@
  * pid namespace (pids count from 1 again, whatever threads an earlier run started), ipc namespace
  * (no System V segment survives) and mount namespace, where a fresh size-capped tmpfs covers the
  * work dir (a fresh inode counter; what the driver kept there, the nonce's directory and the sealed
- * binaries, is bound back in) and a fresh /proc of that pid namespace shows only processes
- * (subset=pid: none of the machine-wide counters of /proc/stat, /proc/loadavg, /proc/sys...).
+ * binaries, is bound back in), and /proc is covered by an empty read-only tmpfs (its inode numbers
+ * come from a host-wide counter, and its machine-wide files are shared state). Run steps also get no
+ * pipe or socket, whose inode numbers come from that counter too (forbid_processes).
  * The child is then the namespace's init: it sets this up as root, starts the program as a
  * grandchild, waits for it and hands its exact wait status up on a pipe.
  *
@@ -56,6 +57,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -117,6 +119,18 @@ static void forbid_processes(void) {
         NOT_WX(__NR_mprotect, 2),
         NOT_WX(__NR_pkey_mprotect, 2),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        /* pipes and sockets take their inode numbers from the kernel's host-wide counter: one run
+         * could move it and the next (a batch's next program) read it. A test needs neither. */
+#if defined(__NR_pipe)
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pipe, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pipe2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 #if defined(__NR_fork)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fork, 0, 1),
@@ -263,7 +277,37 @@ static void fresh_mounts(const char *work) {
     }
     closedir(dir);
     close(old);
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") != 0) die("proc");
+}
+
+/* A test run sees no /proc at all (an empty read-only tmpfs over it): /proc's inode numbers come from
+ * a host-wide counter, as its machine-wide files (stat, loadavg, sys) are shared state, and its
+ * mountinfo names the host paths the sandbox's binds come from. Test binaries need none of it. */
+static void hide_proc(void) {
+    if (mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0)
+        die("hide /proc");
+}
+
+/* The root side keeps only what it uses: switching uid, killing, sealing binaries (chown, fowner, dac
+ * override) and each run's namespaces and mounts (sys_admin). A root exec gets the bounding set back
+ * as its capabilities, and bubblewrap leaves that set whole; dropped here, nothing rg-run starts
+ * (the run's init included) can hold more. The program holds none at all (it runs as the slot uid). */
+static void keep_needed_capabilities(void) {
+    const unsigned long long keep = (1ULL << CAP_CHOWN) | (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_FOWNER) |
+                                    (1ULL << CAP_KILL) | (1ULL << CAP_SETGID) | (1ULL << CAP_SETUID) |
+                                    (1ULL << CAP_SYS_ADMIN);
+    if (geteuid() != 0) return;
+    for (int cap = 0; cap <= 63; cap++)
+        if (!(keep & (1ULL << cap)) && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1) (void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0) return;
+    for (int i = 0; i < 2; i++) {
+        unsigned int mask = (unsigned int)(keep >> (32 * i));
+        data[i].effective &= mask;
+        data[i].permitted &= mask;
+        data[i].inheritable = 0;
+    }
+    (void)syscall(SYS_capset, &header, data);
 }
 
 /* Close every descriptor from 3 up but keep_a and keep_b (keep_a <= keep_b; equal to keep one). */
@@ -286,9 +330,10 @@ static void kill_uid(long uid) {
 
 /* In the child: limits, uid, filter, signals, then the program (never returns). */
 static void start_program(long uid, rlim_t as, rlim_t cpu, rlim_t nproc, rlim_t fsize, rlim_t nofile, rlim_t stack,
-                          const char *cwd, char **program) {
+                          const char *cwd, char **program, int fresh) {
     int adj = open("/proc/self/oom_score_adj", O_WRONLY);
     if (adj >= 0) { (void)!write(adj, "1000\n", 5); close(adj); } /* the program dies first on OOM */
+    if (fresh) hide_proc(); /* its own mount namespace: the init's /proc stays */
     limit(RLIMIT_AS, as);
     limit2(RLIMIT_CPU, cpu, cpu + 1); /* SIGXCPU at the limit, SIGKILL a second later if ignored */
     limit(RLIMIT_NPROC, nproc);
@@ -317,6 +362,7 @@ static void start_program(long uid, rlim_t as, rlim_t cpu, rlim_t nproc, rlim_t 
 }
 
 int main(int argc, char **argv) {
+    keep_needed_capabilities();
     if (argc == 3 && strcmp(argv[1], "kill-uid") == 0) {
         kill_uid(atol(argv[2]));
         return 0;
@@ -371,7 +417,7 @@ int main(int argc, char **argv) {
             if (program < 0) die("fork");
             if (program == 0) {
                 close(relay[1]);
-                start_program(uid, as, cpu, nproc, fsize, nofile, stack, cwd, &argv[sep + 1]);
+                start_program(uid, as, cpu, nproc, fsize, nofile, stack, cwd, &argv[sep + 1], 1);
             }
             close(fault[1]); /* EOF for the parent once the program execs (its copy is close-on-exec) */
             int program_status = 0;
@@ -381,7 +427,7 @@ int main(int argc, char **argv) {
             _exit(0); /* the namespace ends with its init: any thread left is killed */
         }
         close_except(fault_fd, fault_fd);
-        start_program(uid, as, cpu, nproc, fsize, nofile, stack, cwd, &argv[sep + 1]);
+        start_program(uid, as, cpu, nproc, fsize, nofile, stack, cwd, &argv[sep + 1], 0);
     }
     close(relay[1]);
     close(fault[1]);

@@ -11,6 +11,9 @@ verdicts must be the same: all pass."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from reward_sandbox import Grader, Status
@@ -28,8 +31,7 @@ CHANNELS: dict[str, tuple[str, str]] = {
     "pid counter": (
         "pub fn probe() -> u32 {\n"
         "    let me = std::process::id();\n"
-        "    let hs: Vec<_> = (0..64).map(|_| std::thread::spawn(|| ())).collect();\n"
-        "    for h in hs {\n        h.join().unwrap();\n    }\n"
+        "    for _ in 0..64 {\n        std::thread::spawn(|| ()).join().unwrap();\n    }\n"
         "    me\n}\n",
         '#[test]\nfn fresh() {\n    assert!(probe() < 8, "pid {}", probe());\n}\n',
     ),
@@ -46,7 +48,7 @@ CHANNELS: dict[str, tuple[str, str]] = {
         "    first\n}\n",
         "#[test]\nfn fresh() {\n    assert!(probe() < 100);\n}\n",
     ),
-    # machine-wide counters (forks since boot, the last pid) are not shown at all
+    # machine-wide counters (forks since boot, the last pid): a run sees no /proc at all
     "machine-wide /proc": (
         "pub fn probe() -> bool {\n"
         '    ["/proc/stat", "/proc/loadavg", "/proc/sys/kernel/ns_last_pid", "/proc/vmstat"]\n'
@@ -109,3 +111,24 @@ def test_the_sandbox_shows_no_host_path(batched, tmp_path):
     assert "SEEN" in seen and "/crates/lib" in seen, seen[-2000:]
     for mark in host_marks:
         assert mark not in seen, (mark, seen[-2000:])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root side exists only when grading as root")
+def test_the_root_side_keeps_only_the_capabilities_it_uses():
+    """bubblewrap leaves the bounding set whole and a root exec gets it back as its capabilities:
+    rg-run drops all but the ones it uses, for itself and whatever it starts (a run's init too).
+    Here rg-run starts `cat` keeping root's uid (UID -1), which shows what survives an exec."""
+    from reward_sandbox.isolation.runner import runner_path
+
+    report_r, report_w = os.pipe()
+    argv = [str(runner_path()), str(report_w), "caps", "-1", "512", "5", "16", "8", "64", "8", "-"]
+    proc = subprocess.run(
+        [*argv, "--", "cat", "/proc/self/status"], capture_output=True, text=True, pass_fds=(report_w,), check=False
+    )
+    os.close(report_w)
+    os.close(report_r)
+    assert proc.returncode == 0, proc.stderr
+    caps = dict(line.split(":\t", 1) for line in proc.stdout.splitlines() if line.startswith("Cap"))
+    used = {0, 1, 3, 5, 6, 7, 21}  # chown, dac_override, fowner, kill, setgid, setuid, sys_admin
+    assert int(caps["CapBnd"], 16) == sum(1 << c for c in used), caps
+    assert int(caps["CapEff"], 16) & ~sum(1 << c for c in used) == 0, caps
