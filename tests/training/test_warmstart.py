@@ -26,7 +26,8 @@ def test_smollm_preset_is_a_pretrained_model_with_a_cold_start() -> None:
     assert not held_out & {p.id for p in cfg.data.problems()}
     assert cfg.data.train == ["data/train.jsonl", "data/basics-train.jsonl"]
     assert cfg.train.use_cpu and cfg.train.beta == 0.04  # KL to the cold start: measured (docs/experiments.md)
-    assert cfg.rft.samples == 0 and cfg.rft.train == ["data/basics-train.jsonl"]  # measured, not shipped (docs/experiments.md)
+    # measured, not shipped (docs/experiments.md)
+    assert cfg.rft.samples == 0 and cfg.rft.train == ["data/basics-train.jsonl"]
 
 
 @pytest.mark.slow
