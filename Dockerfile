@@ -4,7 +4,10 @@
 #   docker build --target gpu -t rust-grpo:gpu .    training with vLLM on a CUDA host
 # Base images are build ARGs, so air-gapped builds can point at a local mirror or a debootstrap base.
 ARG CPU_BASE=python:3.11-slim-bookworm
-ARG GPU_BASE=nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04
+# The GPU image needs no CUDA base: torch's and vLLM's CUDA wheels carry their CUDA libraries, and the
+# NVIDIA container runtime brings the driver. Python 3.11 as in the CPU image, which every pin needs
+# (transformers, trl, accelerate, pyarrow, fastapi require >= 3.11; Ubuntu 22.04's python3 is 3.10).
+ARG GPU_BASE=python:3.11-slim-bookworm
 ARG RUST_VERSION=1.95.0
 
 # ---- Rust toolchain with clippy, installed once and copied into both images ----
@@ -56,15 +59,10 @@ FROM ${GPU_BASE} AS gpu
 ENV RUSTUP_HOME=/opt/rust/rustup CARGO_HOME=/opt/rust/cargo PATH=/opt/rust/cargo/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 DEBIAN_FRONTEND=noninteractive \
     HF_HOME=/cache/hf
-# the crate set's sources; Ubuntu's versions differ from Debian's (their own crate-set key), and a package
-# this release lacks is left out (programs using that crate then get sandbox_error, never a wrong verdict)
+# the crate set's sources: the same Debian packages as the CPU image (the same crate-set key)
 ARG CRATE_PACKAGES="librust-itertools-dev librust-lazy-static-dev librust-md5-dev librust-num-dev librust-once-cell-dev librust-rand-dev librust-regex-dev librust-serde-dev librust-serde-json-dev librust-serde-derive-dev"
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-pip python3-venv bubblewrap gcc libc6-dev util-linux \
- && touch /tmp/crates.txt \
- && for p in ${CRATE_PACKAGES}; do if apt-cache show "$p" >/dev/null 2>&1; then echo "$p" >> /tmp/crates.txt; fi; done \
- && xargs -r -a /tmp/crates.txt apt-get install -y --no-install-recommends \
- && rm /tmp/crates.txt \
+ && apt-get install -y --no-install-recommends bubblewrap gcc libc6-dev util-linux ${CRATE_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=rust /opt/rust /opt/rust
 WORKDIR /app

@@ -112,3 +112,18 @@ def test_score_writes_its_png_report_without_torch(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "report.png").read_bytes().startswith(b"\x89PNG")
     assert json.loads((tmp_path / "out" / "report.json").read_text())["rates"]["hidden_tests"] == 1.0
+
+
+def test_both_images_run_the_python_the_project_requires():
+    """The GPU image once sat on Ubuntu 22.04's Python 3.10 while the pins need 3.11: every image's
+    base names its Python, and it meets `requires-python` (which the README repeats)."""
+    import tomllib
+
+    text = (ROOT / "Dockerfile").read_text()
+    floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    need = tuple(int(x) for x in re.fullmatch(r">=(\d+)\.(\d+)", floor).groups())  # type: ignore[union-attr]
+    for arg in ("CPU_BASE", "GPU_BASE"):
+        base = re.search(rf"^ARG {arg}=python:(\d+)\.(\d+)", text, re.M)
+        assert base is not None, f"{arg} names no python:X.Y base"
+        assert tuple(int(x) for x in base.groups()) >= need, (arg, base.group(0), floor)
+    assert f"Python {need[0]}.{need[1]}+" in (ROOT / "README.md").read_text()
