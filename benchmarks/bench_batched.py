@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import floor_one, machine, naive_one, timed
+from baselines import floor_one, machine, naive_one, provenance, timed
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
@@ -103,6 +103,7 @@ def main() -> int:
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report["provenance"] = provenance()  # commit, host, command, time
     args.out.write_text(json.dumps(report, indent=2))
     print(f"corpus: {len(jobs)} completions in {args.groups} groups of 8 ({report['statuses']}), isolation={level}")
     print(f"{'approach':<18}{'workers':>8}{'completions/s':>15}")

@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import machine
+from baselines import machine, provenance
 
 from rust_grpo.config import load_config
 from rust_grpo.problems.answer_format import THINK
@@ -131,6 +131,7 @@ def main() -> int:
             "honest_run_completed": not honest["stopped_by_guard"],
         },
     }
+    report["provenance"] = provenance()  # commit, host, command, time
     (args.out / "canary.json").write_text(json.dumps(report, indent=2) + "\n")
     for name, arm in arms.items():
         rates = " ".join("-" if r is None else f"{r:.2f}" for r in arm["canary_pass_rate"])  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import machine
+from baselines import machine, provenance
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
@@ -146,6 +146,7 @@ def main() -> int:
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report["provenance"] = provenance()  # commit, host, command, time
     args.out.write_text(json.dumps(report, indent=2))
     print(
         f"corpus: {len(std_jobs)} completions per variant ({args.groups} tasks x {args.size}); crate set ready in {ready_s:.2f}s"

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import floor_one, machine, naive_one, timed
+from baselines import floor_one, machine, naive_one, provenance, timed
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
@@ -101,6 +101,7 @@ def main() -> int:
         "goals": {"single_time_vs_floor<=1": rates["floor"] <= rates["single"]},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report["provenance"] = provenance()  # commit, host, command, time
     args.out.write_text(json.dumps(report, indent=2))
     print(f"corpus: {len(jobs)} programs ({report['statuses']}), {args.workers} workers, isolation={level}")
     print(f"{'approach':<18}{'workers':>8}{'completions/s':>15}")

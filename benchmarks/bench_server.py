@@ -34,6 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from baselines import provenance  # noqa: E402
 
 TOKEN = "bench-token"
 BATCH = 8
@@ -220,6 +223,7 @@ def main() -> int:
     print_table(figures)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
+        figures["provenance"] = provenance()  # commit, host, command, time
         args.json.write_text(json.dumps(figures, indent=2))
     return 0
 

@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import machine
+from baselines import machine, provenance
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
@@ -194,6 +194,7 @@ def main() -> int:
         "longest_unit_s": round(longest, 2),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report["provenance"] = provenance()  # commit, host, command, time
     args.out.write_text(json.dumps(report, indent=2))
     print(f"one training step: {len(jobs)} completions, {args.groups} prompts x G=8, batching on")
     print(f"{'workers':>8}{'wall s':>9}{'replayed s':>12}{'CPU s':>8}{'CPU ms/completion':>19}{'load':>7}")

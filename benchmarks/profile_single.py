@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import floor_one
+from baselines import floor_one, provenance
 
 from reward_sandbox import Grader, grader, pool
 from reward_sandbox.cache import ResultCache
@@ -143,6 +143,7 @@ def main() -> int:
         "phases_mean_ms_per_job": {k: round(sum(v) / n * 1000, 1) for k, v in sorted(phases.items())},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report["provenance"] = provenance()  # commit, host, command, time
     args.out.write_text(json.dumps(report, indent=2))
     print(f"{n} programs {dict(statuses)}, 1 worker, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'per job':<52}{'median ms':>10}{'mean ms':>10}")

@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import machine
+from baselines import machine, provenance
 
 from reward_sandbox import Grader, Result, Status
 from reward_sandbox.backends import BACKENDS
@@ -143,6 +143,7 @@ def main() -> int:
         **summarize(problems, graded),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report["provenance"] = provenance()  # commit, host, command, time
     args.out.write_text(json.dumps(report, indent=2))
     print(
         f"{args.path}: {rows} rows (upstream: {UPSTREAM_ROWS}); imported canonical "
