@@ -272,6 +272,17 @@ def create_app(
             return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
         return PlainTextResponse(state.prometheus())
 
+    def refuse_unreadable_body(request: Request) -> None:
+        """A body we would misread is refused before it is read (415): another media type than JSON
+        (a form post, text), or an encoding we do not decode (``content-encoding: gzip`` would be
+        parsed as if it were JSON and fail with a misleading message). No content type is taken as JSON."""
+        media = request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower()
+        if media not in ("application/json", ""):
+            raise Refused(415, f"content-type {media!r}: send the jobs as application/json", "bad_request")
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", ""):
+            raise Refused(415, f"content-encoding {encoding!r}: send the body uncompressed", "bad_request")
+
     async def read_body(request: Request, held: list[int]) -> bytes:
         """The body, refused as soon as it passes the limit (chunked or not), or when the bodies of
         all requests together would pass the in-flight budget (503). ``held[0]``: bytes taken from
@@ -296,6 +307,7 @@ def create_app(
         try:
             if not authorized(request):
                 raise Refused(401, "missing or wrong bearer token", "unauthorized")
+            refuse_unreadable_body(request)
             body = await read_body(request, held)
             jobs = await asyncio.get_running_loop().run_in_executor(parser, parse_jobs, body, max_batch)
             del body

@@ -124,3 +124,31 @@ def test_every_error_body_has_our_shape(server):
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
     assert json.loads(body)["error"].startswith("malformed HTTP request")
+
+
+def test_a_body_it_would_misread_is_refused_with_415(server):
+    """Another media type (a form post, which `curl -d` sends by default) or a compressed body would be
+    parsed as JSON and fail with a misleading message: both are refused before the body is read."""
+    import gzip
+    import http.client
+    import json
+    from urllib.parse import urlparse
+
+    body = json.dumps({"jobs": [{"id": "a", "source": "pub fn f() -> u8 { 1 }"}]}).encode()
+    url = urlparse(server)
+    cases = [
+        ({"Content-Type": "application/x-www-form-urlencoded"}, body, 415, "application/json"),
+        ({"Content-Type": "application/json", "Content-Encoding": "gzip"}, gzip.compress(body), 415, "uncompressed"),
+        ({"Content-Type": "application/json; charset=utf-8"}, body, 200, None),
+        ({}, body, 200, None),  # no content type: taken as JSON
+    ]
+    for headers, payload, code, hint in cases:
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        try:
+            conn.request("POST", "/v1/grade", body=payload, headers={"Authorization": "Bearer s3cret", **headers})
+            response = conn.getresponse()
+            answer = json.loads(response.read())
+        finally:
+            conn.close()
+        assert response.status == code, (headers, answer)
+        assert hint is None or hint in answer["error"], answer
