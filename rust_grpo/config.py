@@ -204,15 +204,10 @@ class RewardConfig:
         from reward_sandbox import Settings
         from reward_sandbox.service.client import split_urls
 
+        shared = {f.name for f in dataclasses.fields(Settings)}  # mapped once, by name
         settings = Settings(
-            isolation=self.isolation,
-            workers=self.workers,
-            batch=self.batch,
-            cache_dir=self.cache_dir,
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in shared},
             server_urls=split_urls(self.server_url),
-            server_token_env=self.server_token_env,
-            server_timeout_s=self.server_timeout_s,
-            server_retries=self.server_retries,
         )
         try:
             return settings.with_run_timeout(self.timeout_s)
