@@ -270,10 +270,13 @@ def _train(cfg: RunConfig, out: Path, resume: bool) -> Path:
 
     stop = StopOnInterrupt()
     with interrupt_at_step_end(stop):  # from the cold start on: its loop checks the same record
-        trainer, _context = build_trainer(cfg)
-        trainer.add_callback(stop)
-        trainer.add_callback(RecordOutputsCallback(out))
-        trainer.train(resume_from_checkpoint=checkpoint)
+        trainer, context = build_trainer(cfg)
+        try:
+            trainer.add_callback(stop)
+            trainer.add_callback(RecordOutputsCallback(out))
+            trainer.train(resume_from_checkpoint=checkpoint)
+        finally:  # the pool's worker threads and per-slot memory cgroups (or the HTTP client) go with the run
+            context.grader.close()
     final = out / "final"
     trainer.save_model(str(final))  # every rank: ZeRO-3/FSDP gather the weights; only the main one writes
     if not trainer.is_world_process_zero():
