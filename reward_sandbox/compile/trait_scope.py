@@ -162,12 +162,8 @@ def type_names(tests: str) -> set[str]:
     return names
 
 
-def value_names(source: str) -> set[str]:
-    """Names ``source`` declares in the value namespace (functions, constants, statics)."""
-    return _values(_significant(source))
-
-
 def _values(toks: Toks) -> set[str]:
+    """Names the tokens declare in the value namespace (functions, constants, statics)."""
     out = set()
     for i in range(len(toks) - 1):
         if toks[i][0] == "ident" and toks[i][1] in ("fn", "const", "static"):
