@@ -242,18 +242,19 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_data_audit(args: argparse.Namespace) -> int:
-    from .evaluation.suite_audit import run_audit, summarize, write_audit
+    from .evaluation.suite_audit import summarize, timed_audit, usable_rows, write_audit
     from .outdir import output_dir
 
-    command = f"rust-grpo data audit {args.input} --mutants {args.mutants}" + (
+    command = f"rust-grpo data audit {args.input} --mutants {args.mutants} --timeout {args.timeout:g}" + (
         f" --limit {args.limit}" if args.limit else ""
     )
+    problems, errors = usable_rows(args.input, args.limit)
+    for error in errors:
+        print(f"skipped {error}", file=sys.stderr)
     with output_dir(Path(args.out), "report", overwrite=args.overwrite) as out:
         with command_grader(args, "auditing") as grader:
-            audits, errors, seconds = run_audit(args.input, grader, args.limit, args.mutants)
+            audits, seconds = timed_audit(problems, grader, args.mutants)
             meta = {"file": args.input, "command": command, "isolation": grader.level}
-        for error in errors:
-            print(f"skipped {error}", file=sys.stderr)
         summary = summarize(audits, errors, seconds, meta)
         paths = write_audit(out, audits, summary)
     m, rates = summary["mutants"], summary["kill_rate"]
@@ -509,6 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutants", type=int_at_least(1), default=20, help="most mutants per row")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)
+    # a mutant that loops is killed either way: 2 CPU seconds, not 10, keep it from costing the run
+    p.set_defaults(timeout=2.0)
     p.set_defaults(func=cmd_data_audit)
     p = data.add_parser("filter", help="keep only rows whose code passes its tests")
     p.add_argument("input", help="problems to filter (.jsonl/.parquet, our schema or Oxen's)")

@@ -23,12 +23,25 @@ them can tell), and a function neither can change (one that returns the program'
 as written in both: only ``todo`` changes it. A version that would change nothing, or be the same
 as another, is not made. The rule they serve: ``Evaluation.catching_tests`` (``functions.py``).
 Test functions and ``#[cfg(test)]`` modules are left as they are.
+
+For auditing a row's hidden tests (``evaluation/suite_audit.py``), :func:`mutants` adds small
+source-level changes in the spirit of cargo-mutants (:data:`OPERATORS`), one wrong version per
+site, inside the asked functions' bodies only, read through the sandbox's lexer so that no text
+inside a comment, string or char is changed (a dropped statement goes whole, literals and all):
+comparisons flipped (``<`` and ``<=``, ``>`` and ``>=``, ``==`` and ``!=``), arithmetic swapped
+(``+`` and ``-``, ``*`` to ``+``, ``/`` to ``*``, ``%`` to ``/``, their ``=`` forms, ``<<`` and
+``>>``, ``^`` to ``|``), integer literals plus one, ``&&`` and ``||`` swapped, ``if`` conditions
+negated, ``!`` dropped, a parameter ignored (shadowed by its type's default), an expression
+statement dropped. Own-test credit uses :func:`wrong_versions` alone, unchanged.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
+
+from reward_sandbox.compile.lexer import LexError, tokens
 
 from .audit import code_view, matching_brace
 
@@ -261,3 +274,264 @@ def wrong_versions(code: str, names: Collection[str] | None = None) -> dict[str,
         if any(new) and source not in versions.values():
             versions[kind] = source
     return versions
+
+
+# --- source-level operators: the audit's wrong versions (cargo-mutants' kind) -------------------
+
+OPERATORS = (
+    "default",
+    "perturbed",
+    "comparison",
+    "arithmetic",
+    "literal",
+    "logical",
+    "negate_if",
+    "argument",
+    "statement",
+    "not",
+)
+MAX_MUTANTS = 20  # per program, by default
+_SWAPS = {
+    "comparison": {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "=="},
+    "arithmetic": {
+        **{"+": "-", "-": "+", "*": "+", "/": "*", "%": "/"},  # `*` to `+`, not `/`: no division by zero
+        **{"+=": "-=", "-=": "+=", "*=": "+=", "/=": "*=", "%=": "/="},
+        **{"<<": ">>", ">>": "<<", "^": "|"},  # shifts and xor
+    },
+    "logical": {"&&": "||", "||": "&&"},
+}
+# Rust's operators of more than one char, longest first (`..=` before `..`)
+_JOINED: tuple[str, ...] = ("..=", "<<=", ">>=", "...", "::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||")
+_JOINED += ("+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", "<<", ">>", "..")
+_KEYWORDS = frozenset({
+    "as", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "fn", "for", "if", "impl", "in",
+    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "type",
+    "unsafe", "use", "where", "while",
+})  # fmt: skip
+_INT = re.compile(r"(\d[\d_]*)((?:[iu](?:8|16|32|64|128|size))?)")
+_SIMPLE_PARAM = re.compile(r"(mut\s+)?([a-z_]\w*)")
+_SLICE_REF = re.compile(r"&\s*(?:'\w+\s+)?(?:mut\s+)?\[[^;]*\]")  # `&[T]`, `&mut [T]`: Default gives `&[]`
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One wrong version of a program: the operator that made it, where, and its whole text."""
+
+    operator: str  # one of OPERATORS
+    line: int  # the first changed line of the original (1-based)
+    change: str  # what changed, short: "`<` -> `<=`"
+    source: str
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # the lexer's kinds, "generic" for a `<`/`>` that opens or closes generics
+    start: int
+    end: int
+    text: str
+
+
+def _is_type(name: str) -> bool:
+    """An identifier spelled as a type (``Vec``, ``T``), not as a constant (``MAX``)."""
+    return name[:1].isupper() and not (len(name) > 1 and name.isupper())
+
+
+def _joined_tokens(code: str, start: int, end: int) -> list[_Tok]:
+    """The code tokens between ``start`` and ``end``, adjacent punctuation joined into Rust's operators;
+    a ``<`` after a type or ``::`` opens generics, and a ``>`` inside them closes one, alone."""
+    raw = [t for t in tokens(code) if not t.trivia and start <= t.start and t.end <= end]
+    out: list[_Tok] = []
+    generics, i = 0, 0
+    while i < len(raw):
+        t = raw[i]
+        text = code[t.start : t.end]
+        if t.kind != "punct":
+            out.append(_Tok(t.kind, t.start, t.end, text))
+            i += 1
+            continue
+        generics = 0 if text in ";{}" else generics
+        prev = out[-1].text if out else ""
+        if (text == "<" and (prev == "::" or _is_type(prev))) or (text == ">" and generics):
+            generics += 1 if text == "<" else -1
+            out.append(_Tok("generic", t.start, t.end, text))
+            i += 1
+            continue
+        j = i + 1
+        while j < len(raw) and raw[j].kind == "punct" and raw[j].start == raw[j - 1].end and j - i < 3:
+            j += 1
+        run = code[t.start : raw[j - 1].end]
+        op = next((o for o in _JOINED if run.startswith(o)), text)
+        out.append(_Tok("punct", t.start, t.start + len(op), op))
+        i += len(op)  # punctuation tokens are one char each
+    return out
+
+
+def _operand(tok: _Tok | None) -> bool:
+    """Whether ``tok`` can end an operand, so that an operator after it is binary (``a - b``, not ``-b``)."""
+    if tok is None:
+        return False
+    if tok.kind in ("number", "string", "char"):
+        return True
+    return (tok.kind == "ident" and tok.text not in _KEYWORDS) or tok.text in (")", "]", "?")
+
+
+def _short(text: str, width: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _token_sites(code: str, toks: list[_Tok]) -> dict[str, list[tuple[int, int, str, str]]]:
+    """``operator -> [(start, end, replacement, change)]``: every site in ``toks`` (one body's tokens)."""
+    sites: dict[str, list[tuple[int, int, str, str]]] = {name: [] for name in OPERATORS}
+    for i, tok in enumerate(toks):
+        prev = toks[i - 1] if i else None
+        if tok.kind == "punct" and _operand(prev):
+            for operator, swaps in _SWAPS.items():
+                if tok.text in swaps:
+                    new = swaps[tok.text]
+                    sites[operator].append((tok.start, tok.end, new, f"`{tok.text}` -> `{new}`"))
+        elif tok.kind == "punct" and tok.text == "!" and prev is not None and not _operand(prev):
+            sites["not"].append((tok.start, tok.end, "", "`!` dropped"))
+        elif tok.kind == "number" and (m := _INT.fullmatch(tok.text)) and (prev is None or prev.text != "."):
+            new = f"{int(m.group(1).replace('_', '')) + 1}{m.group(2)}"
+            sites["literal"].append((tok.start, tok.end, new, f"`{tok.text}` -> `{new}`"))
+        elif tok.kind == "ident" and tok.text == "if" and i + 1 < len(toks) and toks[i + 1].text != "let":
+            end = _scan(toks, i + 1, stop=("{", "=>"))
+            if end is not None and end > i + 1:
+                a, b = toks[i + 1].start, toks[end - 1].end
+                cond = code[a:b]
+                sites["negate_if"].append((a, b, f"!({cond})", f"`if {_short(cond)}` negated"))
+        if i and prev is not None and prev.text in (";", "{", "}") and _statement_start(toks, i):
+            end = _scan(toks, i, stop=(";",), abort=("{", "}", "=>", ","))
+            if end is not None:
+                text = code[tok.start : toks[end].end]
+                sites["statement"].append((tok.start, toks[end].end, "", f"`{_short(text)}` dropped"))
+    return sites
+
+
+def _statement_start(toks: list[_Tok], i: int) -> bool:
+    """An expression statement may start at ``toks[i]``: a plain name (no keyword, no macro) or a deref."""
+    tok, nxt = toks[i], toks[i + 1] if i + 1 < len(toks) else None
+    if tok.kind == "ident":
+        return tok.text not in _KEYWORDS and (nxt is None or nxt.text != "!")
+    return tok.text == "*"
+
+
+def _scan(toks: list[_Tok], i: int, stop: tuple[str, ...], abort: tuple[str, ...] = ()) -> int | None:
+    """Index of the first token from ``i`` on that is in ``stop`` outside brackets; None when one in
+    ``abort`` (or a closing bracket of an enclosing level) comes first, or nothing stops."""
+    depth = 0
+    for j in range(i, len(toks)):
+        text = toks[j].text
+        if depth == 0 and toks[j].kind == "punct" and text in stop:
+            return j
+        if depth == 0 and toks[j].kind == "punct" and text in abort:
+            return None
+        if toks[j].kind == "punct" and text in "([{":
+            depth += 1
+        elif toks[j].kind == "punct" and text in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+    return None
+
+
+def _argument_sites(code: str, start: int, open_brace: int) -> list[tuple[int, int, str, str]]:
+    """One site per parameter whose type has a default: the body starts by shadowing it with that default."""
+    clean = code_view(code)
+    match = _FN.match(clean, start) or _FN.search(clean, start, open_brace)
+    if match is None:
+        return []
+    pos = match.end()
+    if clean[pos:open_brace].lstrip().startswith("<"):  # skip the generics (`->` is no closing bracket)
+        depth, masked = 0, clean.replace("->", "  ")
+        for k in range(clean.index("<", pos), open_brace):
+            depth += (masked[k] == "<") - (masked[k] == ">")
+            if depth == 0:
+                pos = k + 1
+                break
+    paren = clean.find("(", pos, open_brace)
+    if paren < 0:
+        return []
+    depth, close = 0, -1
+    for k in range(paren, open_brace):
+        depth += (clean[k] == "(") - (clean[k] == ")")
+        if depth == 0:
+            close = k
+            break
+    sites = []
+    for param in _split(clean[paren + 1 : close]):
+        pattern, colon, ty = param.partition(":")
+        named = _SIMPLE_PARAM.fullmatch(pattern.strip())
+        ty = " ".join(ty.split())
+        if not colon or named is None or named.group(2) == "self":
+            continue
+        if has_default(ty) or _SLICE_REF.fullmatch(ty):
+            mut, name = named.group(1) or "", named.group(2)
+            line = f"\n    let {mut}{name}: {ty} = {_ZERO};"
+            sites.append((open_brace + 1, open_brace + 1, line, f"`{name}` ignored (its type's default instead)"))
+    return sites
+
+
+def _line_of(code: str, pos: int) -> int:
+    return code.count("\n", 0, pos) + 1
+
+
+def _first_changed_line(a: str, b: str) -> int:
+    for number, (x, y) in enumerate(zip(a.splitlines(), b.splitlines()), 1):
+        if x != y:
+            return number
+    return min(len(a.splitlines()), len(b.splitlines())) + 1
+
+
+def _spread(items: list[Mutant]) -> list[Mutant]:
+    """``items`` in an order that spreads over them (first, middle, quarters...: bit-reversed indices),
+    so that a cap takes sites from the whole body, not only its top."""
+    width = max(1, (len(items) - 1).bit_length())
+    return [items[i] for i in sorted(range(len(items)), key=lambda i: int(format(i, f"0{width}b")[::-1], 2))]
+
+
+def mutants(
+    code: str,
+    names: Collection[str] | None = None,
+    limit: int = MAX_MUTANTS,
+    operators: Collection[str] = OPERATORS,
+) -> list[Mutant]:
+    """Wrong versions of ``code`` changing only the bodies of the functions named in ``names`` (the
+    asked functions; every function outside the tests when None): the ``default`` and ``perturbed``
+    versions of :func:`wrong_versions`, then one per site of each source-level operator, taken in turn
+    from each operator (:data:`OPERATORS` order) up to ``limit``, each text once and never ``code``
+    itself. Deterministic. Code that does not lex gets the two body versions only."""
+    versions = wrong_versions(code, names)
+    groups: dict[str, list[Mutant]] = {name: [] for name in OPERATORS if name in operators}
+    for kind, change in (("default", "body -> its default answer"), ("perturbed", "answer perturbed")):
+        if kind in groups and kind in versions:
+            groups[kind].append(Mutant(kind, _first_changed_line(code, versions[kind]), change, versions[kind]))
+    try:
+        found = _functions(code, names)
+        bodies = [(s, o, _joined_tokens(code, o, c + 1)) for s, o, c, _ in found]
+    except LexError:
+        bodies = []
+    for start, open_brace, toks in bodies:
+        sites = _token_sites(code, toks)
+        sites["argument"] = _argument_sites(code, start, open_brace)
+        for operator, found_sites in sites.items():
+            if operator in groups:
+                groups[operator] += [
+                    Mutant(operator, _line_of(code, a), change, code[:a] + new + code[b:])
+                    for a, b, new, change in found_sites
+                ]
+    queues = [_spread(group) for group in groups.values()]
+    out: list[Mutant] = []
+    seen = {code}
+    while len(out) < limit and any(queues):
+        for queue in queues:
+            while queue:
+                mutant = queue.pop(0)
+                if mutant.source not in seen:
+                    seen.add(mutant.source)
+                    out.append(mutant)
+                    break
+            if len(out) >= limit:
+                break
+    return out
