@@ -46,6 +46,7 @@ bench: setup
 	$(PY) benchmarks/bench_crates.py
 	$(PY) benchmarks/bench_canary.py
 	$(PY) benchmarks/bench_sampling.py
+	$(PY) benchmarks/bench_audit.py
 
 bench-learning: setup
 	$(PY) benchmarks/bench_learning.py
