@@ -181,7 +181,7 @@ class Bubblewrap(Isolation):
         ]
         if memory is not None:
             argv += ["--bind", str(memory.procs), "/rg/memory"]
-        argv += crate_binds(job)
+        argv += crate_binds()
         if runs_as_root():
             # root-side only: every step drops them with its uid (runner.c); CAP_SYS_ADMIN makes each
             # test run's namespaces, mounts its fresh work dir and /proc
@@ -278,7 +278,24 @@ SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 SANDBOX_CRATES = "/crates"
 
 
-def crate_binds(job: JobDir) -> list[str]:
+@functools.lru_cache(maxsize=1)
+def sandbox_cargo_config() -> Path:
+    """The source replacement the sandbox's cargo reads (the vendored set at ``SANDBOX_CRATES``): the
+    same text for every job, so written once per process (atomically) rather than once per job."""
+    from ..cache import default_cache_dir
+
+    text = cargo_replacement(Path(SANDBOX_CRATES) / "vendor")
+    target = default_cache_dir() / "bin" / "sandbox-cargo-config.toml"
+    if not (target.is_file() and target.read_text() == text):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = target.with_name(f".{target.name}.{os.getpid()}")
+        staged.write_text(text)
+        staged.chmod(0o644)
+        os.replace(staged, target)
+    return target
+
+
+def crate_binds() -> list[str]:
     """The crate registry under /usr is hidden (an empty tmpfs over it); the built crate set, when
     this process made one ready, is bound read-only at ``SANDBOX_CRATES`` (wherever the cache lives
     on the host, even under ``/tmp``, it never meets the sandbox's work dir, and no host path shows)
@@ -287,10 +304,8 @@ def crate_binds(job: JobDir) -> list[str]:
     out = ["--tmpfs", str(REGISTRY)] if REGISTRY.is_dir() and REGISTRY.is_relative_to("/usr") else []
     built = current_crates()
     if built is not None:
-        config = job.root / "cargo-config.toml"  # root's, in the job's own 0711 directory
-        config.write_text(cargo_replacement(Path(SANDBOX_CRATES) / "vendor"))
         out += ["--ro-bind", str(built.root), SANDBOX_CRATES]
-        out += ["--perms", "0755", "--dir", "/.cargo", "--ro-bind", str(config), "/.cargo/config.toml"]
+        out += ["--perms", "0755", "--dir", "/.cargo", "--ro-bind", str(sandbox_cargo_config()), "/.cargo/config.toml"]
     return out
 
 
