@@ -284,6 +284,8 @@ def run_driver(
     ``kill_step()`` kills just an overdue step's processes, so the driver goes on to the next
     step; without it (or when it finds nothing to kill) the whole sandbox is killed. ``scrub()``
     deletes the job's sources when the driver asks, before any test runs."""
+    if _CANCELLED.is_set():  # before any descriptor is made: nothing to undo
+        return DriverOutcome(steps={}, driver_error="cancelled: grading was interrupted")
     pipes: dict[int, tuple[int, int]] = {FIRST_STEP_FD + i: os.pipe() for i in range(len(steps))}
     pipes[CONTROL_FD] = os.pipe()
     nonce_r, nonce_w = os.pipe()
@@ -291,12 +293,6 @@ def run_driver(
     os.close(nonce_w)
     ack_r, ack_w = os.pipe()
     misc_r, misc_w = os.pipe()
-    if _CANCELLED.is_set():
-        for r, w in [*pipes.values(), (misc_r, misc_w), (ack_r, ack_w)]:
-            os.close(r)
-            os.close(w)
-        os.close(nonce_r)
-        return DriverOutcome(steps={}, driver_error="cancelled: grading was interrupted")
     argv, payload = _arguments_on_stdin(argv)
     stdin: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
     spawn_only: list[int] = []  # descriptors the child gets and this process closes after the spawn
