@@ -191,8 +191,9 @@ def crate_imports(tests: str, edition: str) -> str:
         toks = code_tokens(tests)
     except LexError:
         return ""
-    roots = _path_roots(toks) | set(detect(tests))
-    allowed = {"std"} if edition == "2015" else {"std", "core"} | set(detect(tests))
+    offered = set(detect(tests))  # the offered crates the tests name (detect lexes the text once more)
+    roots = _path_roots(toks) | offered
+    allowed = {"std"} if edition == "2015" else {"std", "core"} | offered
     names = sorted((roots & allowed) - _bound_names(toks))
     return "".join(f"#[allow(unused_imports)] use ::{name}; " for name in names)
 
