@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # torch is installed first, on its own, at its pin in constraints.txt (TORCH=... for another build)
 TORCH  ?= $(shell grep '^torch==' constraints.txt)
 
-.PHONY: setup system-packages test test-fast demo bench bench-learning lint docker-check clean
+.PHONY: setup system-packages test test-fast demo bench bench-learning lint docker-check lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust with clippy (rustup component add clippy)"; exit 1; }
@@ -59,6 +59,10 @@ lint: $(STAMP)
 
 docker-check: $(STAMP)
 	bash scripts/docker_check.sh
+
+# the images' hashed dependency locks (locks/), after a pin changes in constraints.txt
+lock: $(STAMP)
+	bash scripts/lock_images.sh
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache

@@ -6,19 +6,22 @@
 #  - base image: a Debian bookworm made here by debootstrap (no registry needed);
 #  - Rust: the `rust` stage is replaced (--build-context) by this machine's toolchain, trimmed;
 #  - build and run: buildah with the vfs storage driver and chroot isolation (works as root, no daemon).
+#  - the GPU image's dependencies: resolved again for its CPython 3.11 (scripts/lock_images.sh --check), as
+#    they cannot be installed without CUDA wheels of several GB; the CPU image installs its lock here.
 # Needs buildah and debootstrap (installed here when run as root on Debian). Leaves its work in
 # build/docker-check. The serve check listens on port 8808 of this machine (chroot: no own network).
 set -euo pipefail
-if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null; then
+if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null || ! /usr/bin/python3 -c 'import seccomp' 2>/dev/null; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-    echo "docker-check needs buildah and debootstrap: as root, apt-get install buildah debootstrap" >&2
+    echo "docker-check needs buildah, debootstrap and python3-seccomp: as root, apt-get install buildah debootstrap python3-seccomp" >&2
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || echo "apt-get update failed; installing from the package lists already here" >&2
-  apt-get install -y -qq --no-install-recommends buildah debootstrap >/dev/null
+  apt-get install -y -qq --no-install-recommends buildah debootstrap python3-seccomp >/dev/null
 fi
 cd "$(dirname "$0")/.."
+bash scripts/lock_images.sh --check
 work=${WORK:-build/docker-check}
 mkdir -p "$work"
 B=(buildah --storage-driver vfs)
@@ -72,6 +75,11 @@ R=("${B[@]}" run --isolation chroot "$ctr" --)
 "${R[@]}" python3 /tmp/check.py no-torch
 "${R[@]}" python3 /tmp/check.py score /app/data/demo.jsonl /app/runs/score-check
 cmd=$("${B[@]}" inspect --type image localhost/rust-grpo:cpu | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["OCIv1"]["config"]["Cmd"]))')
+# least privilege (docker-compose.yml): grade in the image's file system as uid 10001, no capability, our
+# seccomp profile; bubblewrap must still isolate (needs Debian's python3-seccomp on this machine)
+mnt=$("${B[@]}" mount "$ctr")
+/usr/bin/python3 scripts/seccomp_check.py "$mnt"
+"${B[@]}" umount "$ctr" >/dev/null
 echo "default command: $cmd"
 "${R[@]}" python3 /tmp/check.py serve "$cmd"
 echo "docker-check ok"

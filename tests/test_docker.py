@@ -61,9 +61,10 @@ def test_the_cpu_image_installs_what_score_reports_need_and_no_torch():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(r.startswith("matplotlib") for r in extras["report"])
     assert not any(r.startswith(("torch", "transformers", "trl")) for r in extras["report"] + extras["serve"])
-    install = re.search(r'pip install [^\n]*"\.\[([a-z,]+)\]"', cpu_stage())
-    assert install is not None and set(install.group(1).split(",")) == {"serve", "report"}
-    assert "-c constraints.txt" in cpu_stage()
+    assert "COPY locks/cpu-image.txt" in cpu_stage()
+    lock = (ROOT / "locks" / "cpu-image.txt").read_text()
+    assert "from pyproject.toml (serve report)" in lock.splitlines()[0]
+    assert not re.search(r"^(torch|transformers|trl)==", lock, re.MULTILINE) and "\nmatplotlib==" in lock
 
 
 def test_the_mount_points_belong_to_the_image_users():
@@ -127,3 +128,45 @@ def test_both_images_run_the_python_the_project_requires():
         assert base is not None, f"{arg} names no python:X.Y base"
         assert tuple(int(x) for x in base.groups()) >= need, (arg, base.group(0), floor)
     assert f"Python {need[0]}.{need[1]}+" in (ROOT / "README.md").read_text()
+
+
+def _pins(text: str) -> dict[str, str]:
+    """name -> version of every `name==version` line (the locks' and constraints.txt's)."""
+    pins = {}
+    for line in text.splitlines():
+        if m := re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", line):
+            pins[m[1].lower().replace("_", "-")] = m[2]
+    return pins
+
+
+@pytest.mark.parametrize("lock", ["cpu-image.txt", "gpu-image.txt"])
+def test_image_locks_hash_every_file_and_agree_with_the_constraints(lock):
+    text = (ROOT / "locks" / lock).read_text()
+    pins, constraints = _pins(text), _pins((ROOT / "constraints.txt").read_text())
+    requirements = [block for block in re.split(r"\n(?=\S)", text) if "==" in block.split("\n")[0]]
+    assert len(requirements) == len(pins) > 20
+    assert all("--hash=sha256:" in block for block in requirements), "a locked file without its checksum"
+    differ = {n: (v, constraints[n]) for n, v in pins.items() if n in constraints and constraints[n] != v}
+    assert not differ, f"locks/{lock} disagrees with constraints.txt: {differ} (run make lock)"
+    assert ("vllm" in pins and pins.get("torch") == constraints["torch"]) == (lock == "gpu-image.txt")
+
+
+def test_both_images_install_only_locked_files():
+    text = (ROOT / "Dockerfile").read_text()
+    for lock in ("cpu-image.txt", "gpu-image.txt"):
+        assert f"COPY locks/{lock} /tmp/lock.txt" in text
+    assert text.count("--require-hashes --no-deps -r /tmp/lock.txt") == 2
+    assert text.count("--no-deps --no-build-isolation .") == 2  # the project itself adds nothing unlocked
+    assert "sha256sum -c" in text and "sh.rustup.rs" not in text  # rustup-init by checksum
+
+
+def test_compose_grants_the_reward_server_no_capability_and_a_profile_that_leaves_bubblewraps_calls():
+    compose = (ROOT / "docker-compose.yml").read_text()
+    rewards = compose[compose.index("  rewards:") : compose.index("  trainer:")]
+    assert 'cap_drop: ["ALL"]' in rewards and "cap_add" not in rewards
+    assert "no-new-privileges:true" in rewards and "seccomp=./docker/grader-seccomp.json" in rewards
+    profile = json.loads((ROOT / "docker" / "grader-seccomp.json").read_text())
+    denied = {name for rule in profile["syscalls"] for name in rule["names"]}
+    measured = {"clone", "clone3", "unshare", "mount", "umount2", "pivot_root", "execve", "prctl", "seccomp"}
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW" and not denied & measured
+    assert {"keyctl", "bpf", "ptrace", "io_uring_setup", "kexec_load", "setns"} <= denied
