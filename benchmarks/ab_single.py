@@ -88,8 +88,8 @@ def main() -> int:
     parser.add_argument("--unit", type=int, default=1, help="programs per timed call (8: one GRPO group)")
     parser.add_argument("--workers", type=int, default=1, help="the grader's workers (the floor runs on one)")
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from reward_sandbox.corpus import corpus, grouped
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from corpus import corpus, grouped
 
     seed = int(time.time()) % 1000
     if args.corpus == "mixed":

@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import floor_one, machine, naive_one, provenance, timed
+from corpus import grouped
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.compile.toolchain import find_toolchain
-from reward_sandbox.corpus import grouped
 
 
 def with_hidden(job: dict) -> str:

@@ -44,6 +44,8 @@ from rust_grpo.evaluation.learning import (
 )
 from rust_grpo.evaluation.sampling import BACKENDS
 from rust_grpo.problems.schema import Problem, load_problems
+from rust_grpo.problems.selection import run_format, training_problems
+from rust_grpo.rewards.sandbox import sandbox_settings
 from rust_grpo.training.callbacks import read_metrics
 
 
@@ -70,9 +72,9 @@ def score_stage(
         batch_problems=args.batch_problems,
         seed=args.seed,
     )
-    completions = generate(args.backend, model, problems, settings, fmt=cfg.data.format(), adapter=adapter)  # type: ignore[attr-defined]
-    with open_grader(cfg.reward.sandbox_settings()) as grader:  # type: ignore[attr-defined]
-        records = score_completions(completions, {p.id: p for p in problems}, grader)
+    completions = generate(args.backend, model, problems, settings, fmt=run_format(cfg.data), adapter=adapter)  # type: ignore[attr-defined]
+    with open_grader(sandbox_settings(cfg.reward)) as grader:  # type: ignore[attr-defined]
+        records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward)  # type: ignore[attr-defined]
     with open(args.out / f"{name}-completions.jsonl", "w", encoding="utf-8") as fh:
         for c, r in zip(completions, records):
             fh.write(json.dumps({**r, "completion": c.text}) + "\n")
@@ -154,7 +156,7 @@ def main() -> int:
     from rust_grpo.training.rft import rft_policy
     from rust_grpo.training.train import resolve_model_path, train
 
-    fmt = cfg.data.format()
+    fmt = run_format(cfg.data)
     core = easiest(load_problems(args.heldout_data), args.heldout)
     tiers = {"core": [p.id for p in core]}
     heldout = list(core)
@@ -169,7 +171,7 @@ def main() -> int:
             raise SystemExit(f"--tier {spec!r}: problems already held out in another tier: {twice[:5]}")
         tiers[tier_name] = [p.id for p in rows]
         heldout += rows
-    train_problems = cfg.data.problems()
+    train_problems = training_problems(cfg.data)
     overlap = {p.id for p in heldout} & {p.id for p in train_problems}
     if overlap:
         raise SystemExit(f"held-out problems are in the training data: {sorted(overlap)}")

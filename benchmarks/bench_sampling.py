@@ -6,7 +6,9 @@ answer format), the same lengths and sampling settings (temperature 1, top-p 1),
 same cores. Tokens are counted the same way for both: each completion's text tokenized again.
 transformers samples as the evaluation does (all samples of one problem in one `generate` call,
 `--batch-problems` problems a call); vLLM gets every prompt in one call, as `rust-grpo eval` does.
-Engine start (vLLM) and model load (transformers) are timed apart from sampling. Both engines run in
+Engine start (vLLM) and model load (transformers) are timed apart from sampling. vLLM runs twice:
+eager (what eval and training use by default) and compiled (`rust-grpo eval --compile`: torch.compile,
+faster, 25-70 s more to start). Both engines run in
 each precision of --dtypes (bfloat16: vLLM's default on a CPU with AVX512-BF16/AMX, as here; float32:
 the checkpoint's, transformers' default), so every ratio compares like with like.
 Target (issue 45): vLLM at least 5x transformers in tokens per second.
@@ -15,6 +17,7 @@ Target (issue 45): vLLM at least 5x transformers in tokens per second.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -29,6 +32,7 @@ from rust_grpo.config import load_config
 from rust_grpo.evaluation.sampling import SamplingSettings, load_hf, sample_hf, vllm_sampling_params
 from rust_grpo.models import resolve_model
 from rust_grpo.problems.schema import chat_prompt, load_problems
+from rust_grpo.problems.selection import run_format
 from rust_grpo.vllm_engine import start_engine
 
 
@@ -43,11 +47,14 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--batch-problems", type=int, default=2, help="problems per transformers generate call")
     parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"], help="each engine runs in each")
+    parser.add_argument(
+        "--no-compiled", dest="compiled", action="store_false", help="skip vLLM with torch.compile (eval --compile)"
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/sampling.json"))
     args = parser.parse_args()
 
     cfg = load_config("smollm-cpu")
-    fmt = cfg.data.format()
+    fmt = run_format(cfg.data)
     problems = load_problems("data/eval.jsonl", max_rows=args.problems)
     chats = [chat_prompt(p, fmt) for p in problems]
     model = resolve_model(cfg.model.name_or_path)
@@ -59,16 +66,22 @@ def main() -> int:
         "settings": {**vars(args), "out": str(args.out), "temperature": 1.0, "top_p": 1.0},
     }
     tokenizer = load_hf(model)[1]
-    for dtype in args.dtypes:
+
+    def run_vllm(dtype: str, compiled: bool) -> dict[str, float]:
         start = time.perf_counter()
-        llm = start_engine(model, seed=0, dtype=dtype)
+        llm = start_engine(model, seed=0, dtype=dtype, enforce_eager=not compiled)
         started = time.perf_counter() - start
         start = time.perf_counter()
         outputs = llm.chat(chats, vllm_sampling_params(s, s.samples), use_tqdm=False)
         seconds = time.perf_counter() - start
         tokens = count_tokens(tokenizer, [o.text for r in outputs for o in r.outputs])
         del llm
-        vllm = {"engine_start_s": started, "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+        gc.collect()
+        return {"engine_start_s": started, "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+
+    for dtype in args.dtypes:
+        vllm = run_vllm(dtype, compiled=False)
+        compiled = run_vllm(dtype, compiled=True) if args.compiled else None
 
         start = time.perf_counter()
         hf_model, tokenizer, device = load_hf(model, dtype=dtype)
@@ -83,10 +96,21 @@ def main() -> int:
         hf = {"load_s": loaded, "seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
         speedup = vllm["tokens_per_s"] / hf["tokens_per_s"]
         report[dtype] = {"vllm": vllm, "transformers": hf, "speedup": speedup}
+        if compiled:
+            report[dtype] |= {
+                "vllm_compiled": compiled,
+                "speedup_compiled": compiled["tokens_per_s"] / hf["tokens_per_s"],
+            }
         print(
             f"{dtype}: vLLM {vllm['tokens_per_s']:.0f} tokens/s (engine start {vllm['engine_start_s']:.1f} s), "
-            f"transformers {hf['tokens_per_s']:.0f} tokens/s (load {hf['load_s']:.1f} s): {speedup:.1f}x "
-            f"({len(chats)} prompts x {args.samples} samples x {args.max_new_tokens} tokens)",
+            + (
+                f"compiled {compiled['tokens_per_s']:.0f} tokens/s (start {compiled['engine_start_s']:.1f} s), "
+                if compiled
+                else ""
+            )
+            + f"transformers {hf['tokens_per_s']:.0f} tokens/s (load {hf['load_s']:.1f} s): {speedup:.1f}x"
+            + (f", compiled {report[dtype]['speedup_compiled']:.1f}x" if compiled else "")
+            + f" ({len(chats)} prompts x {args.samples} samples x {args.max_new_tokens} tokens)",
             flush=True,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)

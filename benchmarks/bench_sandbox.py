@@ -29,11 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import floor_one, machine, naive_one, provenance, timed
+from corpus import corpus
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.compile.toolchain import find_toolchain
-from reward_sandbox.corpus import corpus
 
 
 def v(r):  # type: ignore[no-untyped-def]

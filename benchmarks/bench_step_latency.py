@@ -14,7 +14,7 @@ ends): the step's time on W cores is then bounded below by its longest chain (a 
 sends alone), not by the core count. The replay with 2 workers is printed beside the measured
 figure, so the model's error on this machine is in the report. It assumes a core per worker and no
 other load. The replay keeps the one-worker run's batches (16 programs each); the pool cuts more,
-smaller batches for more workers (``pool.py``), so beyond as many workers as batches it is
+smaller batches for more workers (``reward_sandbox/grader.py``), so beyond as many workers as batches it is
 pessimistic, and the CPU time divided by W (``cpu_bound``: W cores fully used) the other estimate (smaller
 batches cost a little more CPU each). The generation time a GPU takes per step is the number to
 compare them with: grading keeps up when the projected time is below it (or grade on R reward
@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import machine, provenance
+from corpus import grouped
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
-from reward_sandbox.corpus import grouped
 
 
 class CpuMeter:

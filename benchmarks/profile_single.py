@@ -1,6 +1,6 @@
 """Where the milliseconds of the single-program path go, from a real run.
 
-Grades the mixed corpus (``reward_sandbox/corpus.py``: correct, failing, not compiling, clippy
+Grades the mixed corpus (``benchmarks/corpus.py``: correct, failing, not compiling, clippy
 warning) one job at a time with ``Grader(batch=False)``, timing the host's phases (wrapping the
 grader's functions) and the driver's (from the control events ``run_driver`` records: a step's
 begin and end, each ``scrub`` handshake, the driver's exit), then the bare floor (unsandboxed
@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import floor_one, provenance
+from corpus import corpus
 
-from reward_sandbox import Grader, grader, pool
+from reward_sandbox import Grader, grader, single
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.compile.toolchain import find_toolchain
-from reward_sandbox.corpus import corpus
 from reward_sandbox.isolation import cgroups
 from reward_sandbox.isolation.process import DriverOutcome
 
@@ -82,8 +82,8 @@ def driver_phases(outcome: DriverOutcome) -> None:
 
 def instrument() -> None:
     for name in ("prepare_dirs", "assemble", "fast_plan", "driver_script", "classify", "release", "kill_uid"):
-        setattr(grader, name, timed(f"host {name}", getattr(grader, name)))
-    run = grader.run_driver
+        setattr(single, name, timed(f"host {name}", getattr(single, name)))
+    run = single.run_driver
 
     def run_driver(*args: Any, **kwargs: Any) -> DriverOutcome:
         start = time.perf_counter()
@@ -92,11 +92,11 @@ def instrument() -> None:
         driver_phases(outcome)
         return outcome
 
-    grader.run_driver = run_driver  # type: ignore[assignment]
+    single.run_driver = run_driver  # type: ignore[assignment]
     for method in ("prepare", "oom_killed", "peak_mb", "kill_all"):
         setattr(cgroups.SlotMemory, method, timed(f"host cgroup {method}", getattr(cgroups.SlotMemory, method)))
     ResultCache.put = timed("host cache put", ResultCache.put)  # type: ignore[method-assign]
-    pool.job_key = timed("host cache key", pool.job_key)
+    grader.job_key = timed("host cache key", grader.job_key)
 
 
 def main() -> int:

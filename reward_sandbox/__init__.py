@@ -10,10 +10,10 @@ Usable on its own, without torch::
 from .backends import BACKENDS, CARGO, FAST
 from .cache import ResultCache
 from .compile.toolchain import Toolchain, ToolchainError, find_toolchain
+from .grader import Grader, grade
 from .isolation.levels import BWRAP, RLIMITS, Isolation, IsolationUnavailable, bwrap_problem, choose_level
 from .isolation.limits import Limits
 from .jobs import InvalidJob, Job, TestMode
-from .pool import Grader, grade
 from .results import BuildReport, ClippyReport, Diagnostic, Result, SuiteReport, TestCounts, TestReport
 from .service.client import RemoteGrader, RemoteGraderError
 from .settings import GraderLike, Settings, open_grader

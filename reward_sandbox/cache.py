@@ -47,13 +47,6 @@ def job_key(
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def default_cache_dir() -> Path:
-    base = os.environ.get("REWARD_SANDBOX_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "reward-sandbox"
-    )
-    return Path(base)
-
-
 class ResultCache:
     """An in-memory LRU in front of an optional directory of JSON files (atomic writes).
 

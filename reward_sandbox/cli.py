@@ -15,13 +15,13 @@ from typing import Any
 from . import __version__
 from .cliargs import OneLineParser
 from .compile.toolchain import ToolchainError, find_toolchain
+from .grader import Grader
 from .isolation.cgroups import cgroup_problem
 from .isolation.levels import IsolationUnavailable, choose_level
 from .isolation.runner import runner_path
 from .isolation.slots import SlotsExhausted
 from .jobs import InvalidJob
 from .outfiles import check_output_file, write_lines
-from .pool import Grader
 from .results import Result
 from .service.client import RemoteGraderError
 from .settings import add_arguments, open_grader, settings_from_args

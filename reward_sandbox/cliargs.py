@@ -1,4 +1,5 @@
-"""What both command lines share: one-line usage errors, defaults in ``--help``, checked numbers.
+"""What both command lines share: one-line usage errors, defaults in ``--help``, checked numbers,
+lists of server URLs.
 
 Every expected mistake on a command line gets one line on stderr naming the option and the reason,
 and exit code 2, before any work starts; a number outside its range is such a mistake, never
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 
@@ -82,3 +83,10 @@ def float_in(low: float, high: float, *, low_open: bool = False) -> Callable[[st
 
     parse.__name__ = f"number in {'(' if low_open else '['}{low:g}, {high:g}]"
     return parse
+
+
+def split_urls(value: str | Sequence[str]) -> tuple[str, ...]:
+    """``"http://a:8808, http://b:8808"`` or a list of URLs -> a tuple of URLs without trailing slashes:
+    ``--server`` and a config's server URL say it the same way the HTTP client takes it."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(p.strip().rstrip("/") for p in parts if p.strip())

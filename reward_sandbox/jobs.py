@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .compile.crateset import CURATED, normalize, unknown_crates_message
-
+# The curated crate set by name, as code names each crate: what a job's ``crates`` may list. The
+# names are part of the contract; where each crate's sources come from and how the set is built
+# are the compiler's side (``compile/crateset.py``, ``compile/crates.py``), which reads them here.
+CURATED_CRATES = ("itertools", "lazy_static", "md5", "num", "once_cell", "rand", "regex", "serde", "serde_json")
 _CRATE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _EDITIONS = ("2015", "2018", "2021", "2024")
 MAX_SOURCE_BYTES = 512 * 1024
@@ -23,6 +25,42 @@ class TestMode(str, Enum):
     UNIT = "unit"  # tests become a module of the crate with `use super::*`
     INTEGRATION = "integration"  # tests are a separate crate that does `use <crate_name>::*` (Exercism)
     MAIN = "main"  # tests are a `fn main` full of asserts (MultiPL-E)
+
+
+class InvalidCrate(ValueError):
+    """A ``crates`` list or a ``crate_name`` the sandbox cannot build. The message says what is wrong
+    but not where: the caller (a job record, a dataset row, a config key) adds that."""
+
+
+def normalize_crate(name: str) -> str:
+    """Code names crates with ``_``; packages and manifests often with ``-``."""
+    return name.replace("-", "_")
+
+
+def check_crates(value: Any) -> tuple[str, ...]:
+    """A ``crates`` list (a job's, a dataset row's) as the set's names, sorted and unique so equal
+    sets give equal cache and batch keys; ``None`` is none. The one check for every caller, so a
+    dataset row with a typo fails at load time with the words a job with it would fail with.
+    A name outside the set is the input's fault: :class:`InvalidCrate`, listing the set."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidCrate("'crates' must be a list of crate names")
+    names = {normalize_crate(v) for v in value}
+    unknown = names - set(CURATED_CRATES)
+    if unknown:
+        raise InvalidCrate(
+            f"crate(s) {', '.join(sorted(unknown))} not in the available set ({', '.join(CURATED_CRATES)})"
+        )
+    return tuple(sorted(names))
+
+
+def check_crate_name(name: Any) -> str:
+    """A ``crate_name`` as the crate is built: a Rust identifier, ``-`` allowed (Cargo's package
+    names) and spelt ``_``, the way tests that ``use <crate_name>::*`` name it. Else :class:`InvalidCrate`."""
+    if not isinstance(name, str) or not _CRATE_NAME.match(name):
+        raise InvalidCrate(f"'crate_name' must be a Rust identifier, got {name!r}")
+    return normalize_crate(name)
 
 
 class InvalidJob(ValueError):
@@ -51,7 +89,7 @@ class Job:
 
     def __post_init__(self) -> None:
         # one spelling per set (sorted, unique, hashable): equal sets give equal cache and batch keys
-        object.__setattr__(self, "crates", tuple(sorted({c.replace("-", "_") for c in self.crates})))
+        object.__setattr__(self, "crates", tuple(sorted({normalize_crate(c) for c in self.crates})))
 
     @property
     def has_tests(self) -> bool:
@@ -107,10 +145,10 @@ class Job:
             raise InvalidJob(f"{where}: 'test_mode' must be one of {choices}, got {mode_value!r}") from None
         if mode is not TestMode.UNIT and not tests.strip():
             raise InvalidJob(f"{where}: test_mode '{mode.value}' needs non-empty 'tests'")
-        crate_name = record.get("crate_name") or "solution"
-        if not isinstance(crate_name, str) or not _CRATE_NAME.match(crate_name):
-            raise InvalidJob(f"{where}: 'crate_name' must be a Rust identifier, got {crate_name!r}")
-        crate_name = crate_name.replace("-", "_")
+        try:
+            crate_name = check_crate_name(record.get("crate_name") or "solution")
+        except InvalidCrate as exc:
+            raise InvalidJob(f"{where}: {exc}") from None
         timeout = record.get("timeout_s")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S
@@ -129,8 +167,12 @@ class Job:
         allow_unsafe = record.get("allow_unsafe", False)
         if not isinstance(allow_unsafe, bool):
             raise InvalidJob(f"{where}: 'allow_unsafe' must be true or false")
+        try:
+            crates = check_crates(record.get("crates"))
+        except InvalidCrate as exc:
+            raise InvalidJob(f"{where}: {exc}") from None
         return cls(
-            crates=_crates(record.get("crates"), where),
+            crates=crates,
             id=job_id,
             source=source,
             tests=tests,
@@ -162,17 +204,3 @@ class Job:
         if self.crates:
             out["crates"] = list(self.crates)
         return out
-
-
-def _crates(value: Any, where: str) -> tuple[str, ...]:
-    """A job's ``crates``: names of the curated set (``-`` or ``_``), kept sorted and unique so
-    equal sets give equal cache and batch keys. A name outside the set is the input's fault."""
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise InvalidJob(f"{where}: 'crates' must be a list of crate names")
-    names = {normalize(v) for v in value}
-    unknown = names - set(CURATED)
-    if unknown:
-        raise InvalidJob(f"{where}: {unknown_crates_message(unknown)}")
-    return tuple(sorted(names))

@@ -127,8 +127,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     """:class:`Settings` from the options :func:`add_arguments` added."""
     import json
 
-    from .cache import default_cache_dir
-    from .service.client import split_urls
+    from .cachedir import default_cache_dir
+    from .cliargs import split_urls
 
     limits = Limits()
     if getattr(args, "limits", None):
@@ -166,7 +166,7 @@ def open_grader(settings: Settings) -> GraderLike:
             retries=settings.server_retries,
         )
     from .cache import ResultCache
-    from .pool import Grader
+    from .grader import Grader
 
     cache = ResultCache(
         Path(settings.cache_dir) if settings.cache_dir else None,

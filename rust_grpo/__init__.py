@@ -12,7 +12,10 @@ from .config import ConfigError, RunConfig, load_config
 from .evaluation.scoring import Completion, score_completions, summarize
 from .problems.parsing import ParsedCompletion, parse_completion
 from .problems.schema import DataError, Problem, load_problems
-from .rewards.functions import REWARD_NAMES, Evaluation, RewardContext, build_reward_functions
+from .rewards.context import RewardContext
+from .rewards.functions import REWARD_NAMES
+from .rewards.trl_rewards import build_reward_functions
+from .rewards.verdict import Evaluation
 
 __all__ = [
     "REWARD_NAMES",

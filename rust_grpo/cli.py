@@ -13,6 +13,7 @@ from typing import Any
 from reward_sandbox.cliargs import float_in, int_at_least, int_in
 
 from .config import load_run_config
+from .problems.selection import run_format
 from .progress import command_grader
 
 log = logging.getLogger("rust_grpo")
@@ -164,6 +165,7 @@ def _eval(args: argparse.Namespace) -> int:
         batch_problems=args.batch,
         seed=args.seed,
         dtype=args.dtype,
+        compiled=args.compile,
     )
     if args.repair_turns != 1:  # multi-turn repair episodes: pass rates after each turn
         from .repair.evaluate import eval_with_repair
@@ -171,7 +173,7 @@ def _eval(args: argparse.Namespace) -> int:
         return eval_with_repair(args, settings)
 
     problems = load_problems(args.dataset, max_rows=args.limit)
-    fmt = load_run_config(args.config).data.format() if args.config else None
+    fmt = run_format(load_run_config(args.config).data) if args.config else None
     extra = {"fmt": fmt} if fmt is not None else {}
     backend = resolve_backend(args.backend)
     completions = generate(backend, args.model, problems, settings, adapter=args.adapter, **extra)
@@ -216,7 +218,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_data_verify(args: argparse.Namespace) -> int:
-    from .evaluation.verify import verify_problems
+    from .evaluation.verify import verify_problems, weak_rows
     from .problems.schema import load_problems
 
     failed = 0
@@ -226,6 +228,9 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
             report = verify_problems(problems, grader, min_asserts=args.min_asserts)
             for line in report.failures:
                 print(f"FAIL {path}: {line}")
+            weak = weak_rows(problems, report, grader, args.mutants)
+            for audit in weak:
+                print(f"WEAK {path}: {audit.id}: {audit.reason()}")
             weaker = len(report.without_reference)
             print(
                 f"{path}: {report.checked - len({f.split(':')[0] for f in report.failures})}/{report.checked} "
@@ -234,6 +239,12 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
                     f" ({weaker} without a reference solution: their tests compile against the signature and "
                     "fail a todo!() stub, but nothing shows they can be passed)"
                     if weaker
+                    else ""
+                )
+                + (
+                    f"; {len(weak)} with weak tests (of {args.mutants} mutants a row; they pass verification: "
+                    f"`rust-grpo data audit {path}` measures 20 and lists the survivors)"
+                    if weak
                     else ""
                 )
             )
@@ -288,7 +299,7 @@ def cmd_data_difficulty(args: argparse.Namespace) -> int:
     check_sampling(args)
     check_output_file(Path(args.out), overwrite=args.overwrite)
     problems = load_problems(args.input, max_rows=args.limit)
-    fmt = load_run_config(args.config).data.format() if args.config else None
+    fmt = run_format(load_run_config(args.config).data) if args.config else None
     settings = SamplingSettings(samples=args.samples, max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     extra = {"fmt": fmt} if fmt is not None else {}
     completions = generate(args.backend, args.model, problems, settings, adapter=args.adapter, **extra)
@@ -440,6 +451,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="weights' precision for sampling (auto: the checkpoint's for hf; bfloat16 where the CPU computes it natively, else float32, for vllm)",
     )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="vllm on a CPU: torch.compile the model (~1.5x tokens/s; 25-70 s more to start: for long runs)",
+    )
     p.add_argument("--max-new-tokens", type=int_at_least(1), default=1024, help="most tokens per completion")
     p.add_argument(
         "--temperature", type=float_in(0, 100), default=0.8, help="sampling temperature (0 = greedy, with --samples 1)"
@@ -494,6 +510,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int_at_least(0),
         default=4,
         help="asserts the hidden tests must hold (1 for external suites)",
+    )
+    p.add_argument(
+        "--mutants",
+        type=int_at_least(0),
+        default=10,
+        help="wrong versions of each verified reference to grade; rows whose tests catch under 90%% of them "
+        "are named WEAK (not a failure; 0: skip)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _sandbox_options(p)

@@ -15,11 +15,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .problems.answer_format import AnswerFormat
-    from .problems.schema import Problem
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -97,6 +93,8 @@ class DataConfig:
     )
 
     def __post_init__(self) -> None:
+        from reward_sandbox.jobs import InvalidCrate, check_crates
+
         from .problems.answer_format import FORMATS
 
         if not self.train:
@@ -106,57 +104,16 @@ class DataConfig:
 
         if self.answer_format not in FORMATS:
             raise ConfigError(f"data.answer_format must be one of {', '.join(FORMATS)}, got {self.answer_format!r}")
-        self.offered_crates()  # an unknown crate fails here, naming it
-
-    def offered_crates(self) -> tuple[str, ...]:
-        """``offer_crates`` as the set's names (``"all"``: every crate of the set), checked against the
-        set: a crate the sandbox cannot link is a config error now, not a prompt offering it."""
-        from reward_sandbox.compile.crateset import CURATED
-
-        from .problems.schema import DataError, row_crates
-
-        if self.offer_crates == "all":
-            return tuple(CURATED)
-        try:
-            return row_crates(self.offer_crates, "data.offer_crates")
-        except DataError as exc:
-            raise ConfigError(f'{exc} (or "all")') from None
+        offered = self.offer_crates
+        if offered not in ("all", ""):  # an unknown crate fails here, naming it, by the sandbox's own check
+            try:
+                check_crates([v.strip() for v in offered.split(",")] if isinstance(offered, str) else offered)
+            except InvalidCrate as exc:
+                raise ConfigError(f'data.offer_crates: {exc} (or "all")') from None
 
     def train_files(self) -> list[str]:
         """``train`` as a list: one source, or the several a config names."""
         return [self.train] if isinstance(self.train, str) else list(self.train)
-
-    def problems(self) -> list[Problem]:
-        """The training problems this section selects (files, split, length cap, shuffle, row cap)."""
-        import random
-
-        from .problems.schema import DataError, load_problems
-
-        if isinstance(self.train, str):
-            return load_problems(
-                self.train, self.split, self.max_rows, self.shuffle_seed, max_solution_chars=self.max_solution_chars
-            )
-        problems = [
-            p
-            for spec in self.train_files()
-            for p in load_problems(spec, self.split, max_solution_chars=self.max_solution_chars)
-        ]
-        seen: set[str] = set()
-        if clash := sorted({p.id for p in problems if p.id in seen or seen.add(p.id)}):  # type: ignore[func-returns-value]
-            raise DataError(f"data.train: ids in more than one of {self.train}: {clash[:5]}")
-        if self.shuffle_seed >= 0:
-            random.Random(self.shuffle_seed).shuffle(problems)
-        return problems[: self.max_rows] if self.max_rows > 0 else problems
-
-    def format(self) -> AnswerFormat:
-        """The answer format, with this run's system prompt when one is set and the crates it offers."""
-        from .problems.answer_format import answer_format
-
-        changes: dict[str, Any] = {"system_prompt": self.system_prompt} if self.system_prompt else {}
-        if crates := self.offered_crates():
-            changes["crates"] = crates
-        fmt = answer_format(self.answer_format)
-        return dataclasses.replace(fmt, **changes) if changes else fmt  # the shipped format itself when unchanged
 
 
 @dataclass
@@ -189,30 +146,23 @@ class RewardConfig:
     server_retries: int = _f(2, "Retries of a failed batch before its rewards become None (unknown).")
 
     def __post_init__(self) -> None:
+        from reward_sandbox import Settings
+        from reward_sandbox.jobs import MAX_TIMEOUT_S
+
         from .rewards.functions import REWARD_NAMES
 
         unknown = set(self.weights) - set(REWARD_NAMES)
         if unknown:
             raise ConfigError(f"reward.weights has unknown reward(s) {sorted(unknown)}; known: {list(REWARD_NAMES)}")
-        try:
-            self.sandbox_settings()
+        if not 0 < self.timeout_s <= MAX_TIMEOUT_S:  # a job's own bound: every job carries this timeout
+            raise ConfigError(
+                f"reward.timeout_s: the test timeout must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {self.timeout_s!r}"
+            )
+        shared = {f.name for f in dataclasses.fields(Settings)} - {"server_urls"}
+        try:  # the sandbox's settings validate the fields they share with this section (by name), once
+            Settings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in shared})
         except ValueError as exc:
             raise ConfigError(f"reward.{exc}") from None
-
-    def sandbox_settings(self) -> Any:
-        """The :class:`reward_sandbox.Settings` these fields describe (validated there, once)."""
-        from reward_sandbox import Settings
-        from reward_sandbox.service.client import split_urls
-
-        shared = {f.name for f in dataclasses.fields(Settings)}  # mapped once, by name
-        settings = Settings(
-            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in shared},
-            server_urls=split_urls(self.server_url),
-        )
-        try:
-            return settings.with_run_timeout(self.timeout_s)
-        except ValueError as exc:
-            raise ValueError(f"timeout_s: {exc}") from None
 
 
 @dataclass
@@ -316,12 +266,19 @@ class VllmConfig:
     gpu_memory_utilization: float = _f(0.3, "Colocate mode: share of GPU memory vLLM may take.")
     tensor_parallel_size: int = _f(1, "Colocate mode: tensor parallel degree.")
     enable_sleep_mode: bool = _f(False, "Colocate mode: offload vLLM weights during the optimizer step.")
+    cpu_dtype: str = _f(
+        "auto",
+        "Colocate mode on a CPU: the engine's precision (auto: the trainer's, bfloat16 under train.bf16; float32 "
+        "samples as transformers generate does, at about half bfloat16's speed).",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in ("colocate", "server"):
             raise ConfigError(f"vllm.mode must be colocate or server, got {self.mode!r}")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ConfigError("vllm.gpu_memory_utilization must be in (0, 1]")
+        if self.cpu_dtype not in ("auto", "float32", "bfloat16"):
+            raise ConfigError(f"vllm.cpu_dtype must be auto, float32 or bfloat16, got {self.cpu_dtype!r}")
 
 
 @dataclass
@@ -520,7 +477,7 @@ def preset_names() -> list[str]:
 
 def preset_path(path: str | Path) -> Path:
     """A config file: the path as given, else a shipped preset by path or by name (``tiny-cpu``)."""
-    from .problems.schema import shipped_path
+    from .shipped import shipped_path
 
     candidate = shipped_path(str(path))
     if candidate.exists() or Path(path).suffix in (".toml", ".json"):

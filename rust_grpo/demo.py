@@ -15,6 +15,7 @@ from reward_sandbox.outfiles import write_text
 
 from .config import load_config
 from .outdir import record_outputs
+from .problems.selection import run_format, training_problems
 from .training.callbacks import read_metrics
 from .training.train import train
 
@@ -46,8 +47,8 @@ def run_demo(
 
     cfg = load_config(config, [f'train.output_dir="{out}"', f"train.max_steps={steps}"])
     final = train(cfg, overwrite=overwrite, can_resume=False)
-    problems = cfg.data.problems()
-    fmt = cfg.data.format()
+    problems = training_problems(cfg.data)
+    fmt = run_format(cfg.data)
     base = resolve_model_path(cfg.model, problems, fmt)
     tokens = cfg.train.max_completion_length
     before = _score(base, None, problems, fmt, samples, tokens)

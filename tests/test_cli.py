@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from rust_grpo.rewards.sandbox import sandbox_settings
+
 from .sandbox.test_grading import ADD
 
 pytestmark = pytest.mark.cargo
@@ -149,8 +151,8 @@ def test_batching_is_on_by_default_and_switches_off_everywhere():
     base = ["run", "-i", "in.jsonl", "-o", "out.jsonl"]
     assert settings_from_args(build_parser().parse_args(base)).batch is True
     assert settings_from_args(build_parser().parse_args([*base, "--no-batch"])).batch is False
-    assert load_config("configs/tiny-cpu.toml").reward.sandbox_settings().batch is True
-    assert load_config("configs/tiny-cpu.toml", ["reward.batch=false"]).reward.sandbox_settings().batch is False
+    assert sandbox_settings(load_config("configs/tiny-cpu.toml").reward).batch is True
+    assert sandbox_settings(load_config("configs/tiny-cpu.toml", ["reward.batch=false"]).reward).batch is False
 
 
 def test_score_draws_its_progress_bar_on_a_terminal_that_reports_no_size(tmp_path):

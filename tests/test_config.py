@@ -4,6 +4,7 @@ import pytest
 
 from rust_grpo.config import ConfigError, RewardConfig, load_config
 from rust_grpo.problems.schema import DataError
+from rust_grpo.problems.selection import run_format, training_problems
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
 
@@ -100,27 +101,27 @@ def test_offered_crates_reach_the_training_and_eval_prompts(tmp_path):
 
     cfg = load_config("configs/tiny-cpu.toml", ['data.offer_crates="all"'])
     note = f"You may use these crates (already available, no Cargo.toml needed): {', '.join(CURATED)}."
-    assert note in asked(cfg.data.format())  # what `rust-grpo train` builds its rows with
+    assert note in asked(run_format(cfg.data))  # what `rust-grpo train` builds its rows with
     (tmp_path / "config.json").write_text(cfg.to_json())
     # `rust-grpo eval --config RUN/config.json` asks with the run's format: the very same prompt
-    assert asked(load_run_config(str(tmp_path / "config.json")).data.format()) == asked(cfg.data.format())
-    picked = load_config("configs/tiny-cpu.toml", ['data.offer_crates=["serde-json", "regex"]']).data.format()
+    assert asked(run_format(load_run_config(str(tmp_path / "config.json")).data)) == asked(run_format(cfg.data))
+    picked = run_format(load_config("configs/tiny-cpu.toml", ['data.offer_crates=["serde-json", "regex"]']).data)
     assert picked.crates == ("regex", "serde_json") and "regex, serde_json. No other crate" in asked(picked)
-    assert "crate" not in asked(load_config("configs/tiny-cpu.toml").data.format())  # the default: std only
+    assert "crate" not in asked(run_format(load_config("configs/tiny-cpu.toml").data))  # the default: std only
 
 
 def test_training_problems_from_several_files_with_unique_ids(tmp_path):
     cfg = load_config("configs/smollm-cpu.toml")
     assert cfg.data.train == ["data/train.jsonl", "data/basics-train.jsonl"]
-    ids = [p.id for p in cfg.data.problems()]
+    ids = [p.id for p in training_problems(cfg.data)]
     assert len(ids) == len(set(ids)) and {"add_two", "sum_of_evens"} <= set(ids)  # a basics and a core problem
-    assert all(len(p.solution) <= 250 for p in cfg.data.problems())  # the length cap holds for every file
-    capped = load_config("configs/smollm-cpu.toml", ["data.max_rows=5", "data.shuffle_seed=1"]).data.problems()
+    assert all(len(p.solution) <= 250 for p in training_problems(cfg.data))  # the length cap holds for every file
+    capped = training_problems(load_config("configs/smollm-cpu.toml", ["data.max_rows=5", "data.shuffle_seed=1"]).data)
     assert len(capped) == 5 and [p.id for p in capped] != ids[:5]  # shuffled across the files, then capped
     twice = load_config(
         "configs/smollm-cpu.toml", ['data.train=["data/basics-train.jsonl", "data/basics-train.jsonl"]']
     )
     with pytest.raises(DataError, match="add_two"):
-        twice.data.problems()
+        training_problems(twice.data)
     with pytest.raises(ConfigError, match=r"data\.train names no training problems"):
         load_config("configs/smollm-cpu.toml", ["data.train=[]"])

@@ -102,6 +102,25 @@ def test_subpackages_import_each_other_in_one_direction() -> None:
     assert not cycles, "subpackages that import each other:\n" + "\n".join(cycles)
 
 
+# reward_sandbox's leaves: the contract and what every layer shares. They import only each other, and
+# the lowest subpackages import no other top-level module, so no layer reaches up to one that uses it.
+LEAVES = {f"reward_sandbox.{m}" for m in ("jobs", "results", "status", "cachedir", "cliargs")}
+LOW_SUBPACKAGES = ("reward_sandbox.compile", "reward_sandbox.isolation")
+
+
+def test_leaves_and_low_subpackages_import_no_module_above_them() -> None:
+    graph = _graph()
+    found = [f"{name} -> {dep}" for name in sorted(LEAVES) for dep in sorted(graph[name]) if dep not in LEAVES]
+    found += [
+        f"{name} -> {dep}"
+        for name, deps in sorted(graph.items())
+        if _subpackage(name) in LOW_SUBPACKAGES
+        for dep in sorted(deps)
+        if dep.startswith("reward_sandbox.") and _subpackage(dep) is None and dep not in LEAVES
+    ]
+    assert not found, "imports that reach up a layer:\n" + "\n".join(found)
+
+
 def test_no_private_name_crosses_modules() -> None:
     """What two modules share gets a public name in one of them; the tests, too, use what the
     packages make public (a private helper is tested through what calls it, or made public)."""

@@ -44,26 +44,26 @@ from ..backends import (
     run_step,
 )
 from ..compile.diagnostics import counted_messages, primary_span
-from ..compile.sentinel import extern_flags, sentinel_rlib, write_rlib
+from ..compile.sentinel import extern_flags, sentinel_rlib
 from ..compile.toolchain import Toolchain
 from ..compile.trait_scope import TraitNeeds, trait_needs
-from ..grader import (
+from ..isolation.layout import JobDir, Layout
+from ..isolation.levels import Isolation
+from ..isolation.limits import Limits
+from ..isolation.process import DriverOutcome, Step, StepOutcome, driver_script
+from ..jobs import Job
+from ..results import Result, invalid_result
+from ..single import (
     Slot,
-    between_runs,
     classify,
     grade_job,
     prepare_dirs,
     release,
+    run_script,
     scope_widened,
     scratch_root,
-    step_killer,
+    write_crate,
 )
-from ..isolation.layout import JobDir, Layout
-from ..isolation.levels import Isolation
-from ..isolation.limits import Limits
-from ..isolation.process import DriverOutcome, Step, StepOutcome, driver_script, run_driver
-from ..jobs import Job
-from ..results import Result, invalid_result
 from .crate import BatchCrate, Member, build_batch
 
 MAX_ROUNDS = 3  # builds before whatever is left is graded alone
@@ -243,14 +243,8 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
         prepare_dirs(job_dir, slot.uid)
         layout = isolation.layout(job_dir, toolchain, slot.memory)
         crate = build_batch(jobs, layout.work, sentinel_crate=sentinel_rlib() is not None)
-        for rel, text in {**crate.files, "Cargo.toml": cargo_manifest(jobs[0])}.items():
-            path = job_dir.src / rel
-            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-            path.write_text(text)
-            path.chmod(0o644)
-        if crate.sentinel_aliases:
-            write_rlib(job_dir.src)
-        isolation.protect_sources(job_dir, slot.uid)
+        files = {**crate.files, "Cargo.toml": cargo_manifest(jobs[0])}
+        write_crate(job_dir, files, bool(crate.sentinel_aliases), isolation, slot.uid)
         src, work, job = layout.src, layout.work, jobs[0]
         sealed = f"{work}/{SEALED_DIR}/test_bin"
         clippy = f"{layout.toolchain}/bin/clippy-driver"
@@ -268,15 +262,8 @@ def _round(jobs: list[Job], toolchain: Toolchain, isolation: Isolation, limits: 
                 )
         nonce_paths = [m.asm.nonce_path for m in crate.members]
         script = driver_script(steps, layout, slot.uid, [], nonce_paths, [(f"{work}/test_bin", sealed)])
-        job_dir.driver.write_text(script)
-        job_dir.driver.chmod(0o600)
-        if slot.memory is not None:
-            slot.memory.prepare(limits.run_memory_mb)
-        argv, env = isolation.command(job_dir, toolchain, slot.memory, limits.disk_mb)
         nonces = "\n".join(m.asm.nonce for m in crate.members)
-        outcome = run_driver(
-            argv, steps, env, nonces, scrub=between_runs(job_dir, isolation, slot.uid), kill_step=step_killer(slot.uid)
-        )
+        outcome = run_script(job_dir, script, steps, nonces, toolchain, isolation, limits, slot)
         oom = slot.memory.oom_killed() if slot.memory is not None else False
     finally:
         release(slot, isolation, job_dir, outcome)

@@ -26,7 +26,7 @@ test at all is only checked alone (metadata, no link): a shared test build would
 Programs of the same settings (``settings_key``) share compiler runs, whatever their tests (a
 step's GRPO groups, pass@k samples, distinct problems in ``eval`` or ``score``): each program keeps
 its own hidden-test module, so tests never need to be alike, and the compiler's start, std's
-metadata and the link are paid once per batch instead of once per program (``pool.py`` chunks).
+metadata and the link are paid once per batch instead of once per program (``grader.py`` chunks).
 """
 
 from __future__ import annotations

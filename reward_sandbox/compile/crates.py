@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .crateset import CURATED, DEBIAN_PACKAGES, normalize
+from ..cachedir import default_cache_dir
+from ..jobs import normalize_crate
+from .crateset import CURATED, DEBIAN_PACKAGES
 from .lexer import LexError, code_only
 
 if TYPE_CHECKING:
@@ -120,8 +122,6 @@ def set_key(toolchain_version: str) -> str:
 
 def default_base() -> Path:
     """``$REWARD_SANDBOX_CRATES`` or the result cache's default directory."""
-    from ..cache import default_cache_dir
-
     return Path(os.environ.get("REWARD_SANDBOX_CRATES") or default_cache_dir())
 
 
@@ -287,8 +287,8 @@ def _build(tmp: Path, key: str, versions: dict[str, str], cargo: str) -> None:
             path = Path(filename)
             if path.suffix in (".rlib", ".so") and path.parent.name == "deps":
                 shutil.copy2(path, lib / path.name)
-                target = normalize(msg["target"]["name"])
-                owner = normalize(package.rsplit("#", 1)[-1].rpartition("@")[0])
+                target = normalize_crate(msg["target"]["name"])
+                owner = normalize_crate(package.rsplit("#", 1)[-1].rpartition("@")[0])
                 if target in versions and path.suffix == ".rlib" and owner == target:
                     rlibs[target] = path.name
     vendor = tmp / "vendor"

@@ -26,8 +26,8 @@ from __future__ import annotations
 import itertools
 import re
 
+from ..jobs import CURATED_CRATES
 from .crates import detect
-from .crateset import CURATED
 from .lexer import LexError, code_only, code_tokens
 from .usetree import join_paths, use_tree
 
@@ -217,7 +217,7 @@ def crate_refusal(source: str, tests: str, edition: str) -> str | None:
         )
     if edition != "2015":
         return None
-    crates = (_path_roots(test_toks) | set(detect(tests))) & ({"core", "alloc"} | set(CURATED))
+    crates = (_path_roots(test_toks) | set(detect(tests))) & ({"core", "alloc"} | set(CURATED_CRATES))
     declared = {b for (_, a), (kb, b) in itertools.pairwise(toks) if a in (*_ITEM_KEYWORDS, "as") and kb == "ident"}
     if clash := sorted(crates & declared):
         return f"declares an item named like the crate `{clash[0]}` the tests use (edition 2015 resolves their paths at its root): rename it"

@@ -282,7 +282,7 @@ SANDBOX_CRATES = "/crates"
 def sandbox_cargo_config() -> Path:
     """The source replacement the sandbox's cargo reads (the vendored set at ``SANDBOX_CRATES``): the
     same text for every job, so written once per process (atomically) rather than once per job."""
-    from ..cache import default_cache_dir
+    from ..cachedir import default_cache_dir
 
     text = cargo_replacement(Path(SANDBOX_CRATES) / "vendor")
     target = default_cache_dir() / "bin" / "sandbox-cargo-config.toml"

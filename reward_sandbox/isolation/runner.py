@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..cache import default_cache_dir
+from ..cachedir import default_cache_dir
 from ..compile.toolchain import ToolchainError
 
 SOURCE = Path(__file__).with_name("runner.c")

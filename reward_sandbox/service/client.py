@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..cliargs import split_urls
 from ..jobs import InvalidJob, Job
 from ..results import Result, invalid_result
 from ..status import Status
@@ -46,12 +47,6 @@ class RemoteGraderError(RuntimeError):
 class RequestRejected(RemoteGraderError):
     """Every server refused the request itself (400/401/413): retrying would not help (for a 401 the
     message names the token setting to fix)."""
-
-
-def split_urls(value: str | Sequence[str]) -> tuple[str, ...]:
-    """``"http://a:8808, http://b:8808"`` or a list of URLs -> a tuple of URLs without trailing slashes."""
-    parts = value.split(",") if isinstance(value, str) else list(value)
-    return tuple(p.strip().rstrip("/") for p in parts if p.strip())
 
 
 def expand_url(url: str) -> list[str]:

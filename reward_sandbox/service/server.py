@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..pool import Grader
+from ..grader import Grader
 from ..settings import open_grader, settings_from_args
 from .auth import TokenError, read_token_file, token_from_env
 

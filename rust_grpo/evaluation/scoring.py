@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reward_sandbox import GraderLike
 
-from ..problems.schema import DataError, Problem, job_columns, jsonl_records
-from ..rewards.functions import REWARD_NAMES, Evaluation, RewardContext, reward_values
+from ..problems.schema import DataError, Problem, jsonl_records
+from ..rewards.context import RewardContext
+from ..rewards.functions import REWARD_NAMES, reward_values
+from ..rewards.verdict import Evaluation
 from .passk import pass_at_k
+
+if TYPE_CHECKING:
+    from ..config import RewardConfig
 
 
 @dataclass(frozen=True)
@@ -76,9 +81,14 @@ SCORE_CHUNK = 128  # completions graded at once: large enough to batch well, sma
 
 
 def score_completions(
-    completions: list[Completion], problems: dict[str, Problem], grader: GraderLike, min_tests: int = 2
+    completions: list[Completion],
+    problems: dict[str, Problem],
+    grader: GraderLike,
+    reward: RewardConfig | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per completion with its verdicts and every reward component. Graded in chunks of
+    """One record per completion with its verdicts and every reward component, graded as a run's
+    ``reward`` section says (None: the defaults and the grader's own limit). Without ``problems``
+    each completion is graded as a bare program (no hidden tests). Graded in chunks of
     ``SCORE_CHUNK``, so that an interruption (:class:`PartialScore`) keeps what was graded."""
     unknown = sorted({c.problem_id for c in completions if problems and c.problem_id not in problems})
     if unknown and len(unknown) == len({c.problem_id for c in completions}):
@@ -87,14 +97,15 @@ def score_completions(
         _unknown_record(c) if problems and c.problem_id not in problems else None for c in completions
     ]
     known = [i for i, r in enumerate(records) if r is None]
-    context = RewardContext(grader, min_tests=min_tests)
+    rows = problems or {c.problem_id: Problem(id=c.problem_id, prompt="") for c in completions}
+    context = RewardContext.from_config(reward, grader, rows.values())
     try:
         for start in range(0, len(known), SCORE_CHUNK):
             part = known[start : start + SCORE_CHUNK]
-            columns = job_columns([problems.get(completions[i].problem_id) for i in part])
-            evaluations = context.evaluate([completions[i].text for i in part], columns)
+            texts = [completions[i].text for i in part]
+            evaluations = context.evaluate(texts, context.lookup([completions[i].problem_id for i in part]))
             for i, evaluation in zip(part, evaluations, strict=True):
-                records[i] = score_record(completions[i], evaluation, min_tests)
+                records[i] = score_record(completions[i], evaluation)
     except KeyboardInterrupt as exc:
         raise PartialScore([r for r in records if r is not None], len(completions)) from exc
     return [r for r in records if r is not None]
@@ -111,7 +122,7 @@ def _unknown_record(c: Completion) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def score_record(c: Completion, e: Evaluation, min_tests: int) -> dict[str, Any]:
+def score_record(c: Completion, e: Evaluation) -> dict[str, Any]:
     """One line of ``results.jsonl``: a completion's verdicts and every reward training would pay."""
     r = e.result
     hidden = r.tests.hidden if r else None
@@ -132,7 +143,7 @@ def score_record(c: Completion, e: Evaluation, min_tests: int) -> dict[str, Any]
         else {"passed": 0, "total": 0},
         "hidden_pass": e.hidden_pass,
         "argless": e.builds and e.argless,  # builds, but the asked function names none of its parameters
-        "rewards": reward_values(e, min_tests),
+        "rewards": reward_values(e),
         "catching_tests": sorted(e.catching_tests),
         "reason": r.reason if r else "; ".join(e.parsed.problems),
         "duration_s": r.duration_s if r else 0.0,

@@ -92,3 +92,16 @@ def verify_problems(problems: list[Problem], grader: Any, min_asserts: int = MIN
         if not reasons and not problem.solution.strip():
             report.without_reference.append(problem.id)
     return report
+
+
+def weak_rows(problems: list[Problem], report: VerifyReport, grader: Any, mutants: int) -> list[Any]:
+    """The audits (:mod:`~rust_grpo.evaluation.suite_audit`, up to ``mutants`` wrong versions a row)
+    of the verified rows with a reference whose hidden tests catch too few of them: verification
+    proves the tests can pass and fail a stub; this says whether they would pay a near miss."""
+    if mutants <= 0:
+        return []
+    from .suite_audit import audit_problems
+
+    failed = {line.split(":")[0] for line in report.failures}
+    rows = [p for p in problems if p.id not in failed and p.solution.strip()]
+    return [a for a in audit_problems(rows, grader, limit=mutants) if a.weak]

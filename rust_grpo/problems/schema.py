@@ -11,9 +11,11 @@ import json
 import logging
 import random
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..shipped import shipped_path
 
 if TYPE_CHECKING:
     from reward_sandbox import InvalidJob, Job
@@ -42,8 +44,9 @@ class Problem:
     allow_unsafe: bool = False  # the sandbox forbids `unsafe` unless a problem needs it (see reward_sandbox.Job)
     crates: tuple[str, ...] = ()  # crates of the sandbox's set (reward_sandbox.compile.crates) the problem may use
 
-    def job(self, source: str, job_id: str | None = None) -> Job:
-        """A validated sandbox job grading ``source`` against this problem's hidden tests; raises
+    def job(self, source: str, job_id: str | None = None, timeout_s: float | None = None) -> Job:
+        """A validated sandbox job grading ``source`` against this problem's hidden tests (the one route
+        from a problem to a job; ``timeout_s`` None leaves the grader's own limit); raises
         :class:`reward_sandbox.InvalidJob` naming the problem and the field when it cannot be one."""
         from reward_sandbox import Job
 
@@ -58,19 +61,23 @@ class Problem:
         }
         if self.crates:
             record["crates"] = list(self.crates)
+        if timeout_s is not None:
+            record["timeout_s"] = timeout_s
         if self.tests.strip():
             record.update(tests=self.tests, include_ignored=self.include_ignored)
         else:
             record["test_mode"] = "unit"
         return Job.from_dict(record)
 
-    def job_or_invalid(self, source: str, job_id: str | None = None) -> Job | InvalidJob:
+    def job_or_invalid(
+        self, source: str, job_id: str | None = None, timeout_s: float | None = None
+    ) -> Job | InvalidJob:
         """:meth:`job`, or the error as an item the grader reports as ``invalid_input`` in its place,
         so one bad record never stops a batch."""
         from reward_sandbox import InvalidJob
 
         try:
-            return self.job(source, job_id)
+            return self.job(source, job_id, timeout_s)
         except InvalidJob as exc:
             return exc
 
@@ -82,30 +89,6 @@ class Problem:
         else:
             del out["crates"]
         return out
-
-
-# The Problem fields a grading job needs; they travel as dataset columns to the reward functions.
-JOB_COLUMNS = ("tests", "test_mode", "crate_name", "include_ignored", "edition", "opt_level", "allow_unsafe", "crates")
-# What the reward functions read besides the job: the reference solution names the asked functions
-# (rewards/argless.asked_functions: own-test credit and the argument check), never a prompt column
-REWARD_COLUMNS = (*JOB_COLUMNS, "solution")
-_JOB_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Problem) if f.name in REWARD_COLUMNS}
-
-
-def job_columns(problems: list[Problem | None]) -> dict[str, list[Any]]:
-    """Column-wise reward fields of ``problems`` (None rows get the defaults)."""
-    return {name: [getattr(p, name) if p else _JOB_DEFAULTS[name] for p in problems] for name in REWARD_COLUMNS}
-
-
-def problem_from_columns(columns: dict[str, Any], index: int) -> Problem:
-    """The job-relevant part of row ``index`` of TRL's reward columns (missing or None -> default)."""
-    values = {}
-    for name in JOB_COLUMNS:
-        column = columns.get(name)
-        value = column[index] if column is not None else None
-        values[name] = _JOB_DEFAULTS[name] if value is None or (value == "" and name != "tests") else value
-    values["crates"] = tuple(values["crates"])  # a dataset column gives a list back
-    return Problem(id=str(index), prompt="", **values)
 
 
 def _text(value: Any) -> str:
@@ -135,6 +118,8 @@ def oxen_tests(asserts: str) -> str:
 
 def normalize(record: Any, where: str) -> Problem:
     """One record in either schema -> Problem, or a DataError saying what is wrong."""
+    from reward_sandbox.jobs import InvalidCrate, check_crate_name
+
     if not isinstance(record, dict):
         raise DataError(f"{where}: expected an object, got {type(record).__name__}")
     if "rust_prompt" in record or "task_id" in record:  # Oxen's schema
@@ -155,6 +140,11 @@ def normalize(record: Any, where: str) -> Problem:
     mode = record.get("test_mode") or "unit"
     if mode not in ("unit", "integration", "main"):
         raise DataError(f"{where} (id={problem_id}): test_mode must be unit, integration or main, got {mode!r}")
+    crate_name = record.get("crate_name") or "solution"
+    try:  # the sandbox's own check, at load time rather than as every job's ``invalid_input``
+        check_crate_name(crate_name)
+    except InvalidCrate as exc:
+        raise DataError(f"{where} (id={problem_id}): {exc}") from None
     return Problem(
         id=str(problem_id),
         prompt=prompt,
@@ -162,7 +152,7 @@ def normalize(record: Any, where: str) -> Problem:
         solution=solution,
         tests=tests,
         test_mode=mode,
-        crate_name=record.get("crate_name") or "solution",
+        crate_name=crate_name,
         include_ignored=bool(record.get("include_ignored", False)),
         edition=str(record.get("edition") or "2021"),
         opt_level=int(record.get("opt_level") or 0),
@@ -173,31 +163,16 @@ def normalize(record: Any, where: str) -> Problem:
 
 def row_crates(value: Any, where: str) -> tuple[str, ...]:
     """A row's ``crates`` (a list of names, or one comma-separated string), checked against the
-    sandbox's set now, so a typo fails at load time rather than as every job's ``invalid_input``."""
-    from reward_sandbox.compile.crateset import CURATED, normalize, unknown_crates_message
+    sandbox's set by the sandbox's own check (``reward_sandbox.jobs.check_crates``) now, so a typo
+    fails at load time rather than as every job's ``invalid_input``."""
+    from reward_sandbox.jobs import InvalidCrate, check_crates
 
     if value is None or value == "":
         return ()
-    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
-        raise DataError(f"{where}: 'crates' must be a list of crate names")
-    chosen = {normalize(n) for n in names}
-    if chosen - set(CURATED):
-        raise DataError(f"{where}: {unknown_crates_message(chosen - set(CURATED))}")
-    return tuple(sorted(chosen))
-
-
-PACKAGE_DIR = Path(__file__).resolve().parent.parent  # rust_grpo/: its data/ and configs/
-
-
-def shipped_path(spec: str) -> Path:
-    """``spec`` itself when it exists; else the copy shipped inside the package (``data/...`` and
-    ``configs/...``), so presets work from any directory and from an installed wheel."""
-    path = Path(spec)
-    if path.exists() or path.is_absolute():
-        return path
-    shipped = PACKAGE_DIR / path
-    return shipped if shipped.exists() else path
+    try:
+        return check_crates([v.strip() for v in value.split(",")] if isinstance(value, str) else value)
+    except InvalidCrate as exc:
+        raise DataError(f"{where}: {exc}") from None
 
 
 def jsonl_records(path: Path) -> list[tuple[int, Any]]:
@@ -324,8 +299,6 @@ def chat_prompt(problem: Problem, fmt: AnswerFormat | None = None) -> list[dict[
 
 
 def to_training_rows(problems: list[Problem], fmt: AnswerFormat | None = None) -> list[dict[str, Any]]:
-    """Rows for TRL: ``prompt`` is a chat; the other columns reach the reward functions."""
-    return [
-        {"prompt": chat_prompt(p, fmt), "id": p.id, **{name: getattr(p, name) for name in REWARD_COLUMNS}}
-        for p in problems
-    ]
+    """Rows for TRL: ``prompt`` is a chat and ``id`` names the problem, by which the reward functions
+    find it (``rewards.context.RewardContext.lookup``); no hidden test travels in a dataset column."""
+    return [{"prompt": chat_prompt(p, fmt), "id": p.id} for p in problems]

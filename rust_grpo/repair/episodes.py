@@ -42,7 +42,10 @@ from typing import Any, Protocol
 
 from reward_sandbox import Result, Status
 
-from ..rewards.functions import Evaluation, RewardContext, reward_values
+from ..problems.schema import Problem
+from ..rewards.context import RewardContext
+from ..rewards.functions import reward_values
+from ..rewards.verdict import Evaluation
 
 MAX_ERRORS = 3  # compiler errors shown
 MAX_TESTS = 5  # failing test names shown
@@ -247,19 +250,19 @@ def weighted_reward(rewards: dict[str, float | None], weights: dict[str, float])
 
 def run_episodes(
     policy: Policy,
-    columns: dict[str, list[Any]],
+    problems: Sequence[Problem],
     context: RewardContext,
     weights: dict[str, float],
     max_turns: int,
     max_feedback_chars: int = 1200,
     lockstep: bool = False,
 ) -> list[Episode]:
-    """Run one episode per row of ``columns`` (the job columns of ``data.job_columns``, plus ``id``):
+    """Run one episode per problem of ``problems`` (a problem may stand in several rows):
     every turn's answers are graded together in one sandbox batch; failing episodes get feedback and
     answer again, up to ``max_turns`` answers. ``lockstep`` asks the policy for every turn even when
     no episode is left (with an empty list): distributed generation is collective, so every process
     must make the same calls."""
-    n = len(next(iter(columns.values())))
+    n = len(problems)
     episodes = [Episode() for _ in range(n)]
     active = list(range(n))
     for turn in range(max_turns):
@@ -268,7 +271,7 @@ def run_episodes(
                 policy.answer([])
             continue
         answers = policy.answer(active)
-        subset = {name: [values[i] for i in active] for name, values in columns.items()}
+        subset = [problems[i] for i in active]
         evaluations = context.evaluate(answers, subset)
         if turn + 1 < max_turns:  # feedback follows: own-test errors from a build without the hidden tests
             alone = [
@@ -277,7 +280,7 @@ def run_episodes(
             evaluations = context.grade_own_tests_alone(evaluations, subset, alone)
         still = []
         for i, text, e in zip(active, answers, evaluations):
-            rewards = reward_values(e, context.min_tests)
+            rewards = reward_values(e)
             message = feedback(e, max_feedback_chars) if turn + 1 < max_turns else None
             episodes[i].turns.append(Turn(text, e, rewards, weighted_reward(rewards, weights), passes(e), message))
             if message is not None:

@@ -19,8 +19,9 @@ from typing import Any
 from ..evaluation.sampling import SamplingSettings, resolve_backend
 from ..evaluation.scoring import Completion, score_record, summarize
 from ..problems.answer_format import THINK, AnswerFormat
-from ..problems.schema import Problem, chat_prompt, job_columns
-from ..rewards.functions import RewardContext
+from ..problems.schema import Problem, chat_prompt
+from ..problems.selection import run_format
+from ..rewards.context import RewardContext
 from .episodes import Episode, run_episodes
 
 Chat = list[dict[str, str]]
@@ -68,10 +69,10 @@ def hf_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None 
 
 def vllm_chat_generator(model_path: str, s: SamplingSettings, adapter: str | None = None) -> ChatGenerator:
     """One sampled answer per conversation with vLLM's ``LLM.chat`` (one engine for every turn)."""
-    from ..evaluation.sampling import vllm_checkpoint, vllm_dtype, vllm_sampling_params
+    from ..evaluation.sampling import vllm_checkpoint, vllm_options, vllm_sampling_params
     from ..vllm_engine import start_engine
 
-    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed, **vllm_dtype(s))
+    llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed, **vllm_options(s))
     params = vllm_sampling_params(s, 1)
 
     def generate(chats: list[Chat]) -> list[str]:
@@ -89,20 +90,17 @@ def run_repair_eval(
     weights: dict[str, float],
     fmt: AnswerFormat = THINK,
     max_feedback_chars: int = 1200,
-    min_tests: int = 2,
 ) -> list[dict[str, Any]]:
     """One record per episode: the final answer's verdicts (as ``rust-grpo score`` writes them) and
     ``turns``, every answer with its status, verdicts, reward and the feedback it got."""
     rows = [p for p in problems for _ in range(samples)]
     chats = [chat_prompt(p, fmt) for p in rows]
-    columns = {**job_columns(list(rows)), "id": [p.id for p in rows]}
-    context = RewardContext(grader, min_tests=min_tests, answer_format=fmt)
-    episodes = run_episodes(ChatPolicy(chats, generate), columns, context, weights, max_turns, max_feedback_chars)
+    # the default min_tests and the grader's own limit (eval's --timeout), as `rust-grpo score` grades
+    context = RewardContext.from_config(None, grader, problems, fmt)
+    episodes = run_episodes(ChatPolicy(chats, generate), rows, context, weights, max_turns, max_feedback_chars)
     records = []
     for k, (problem, episode) in enumerate(zip(rows, episodes)):
-        record = score_record(
-            Completion(problem.id, episode.final.text, k % samples), episode.final.evaluation, min_tests
-        )
+        record = score_record(Completion(problem.id, episode.final.text, k % samples), episode.final.evaluation)
         record["turns"] = _turns(episode)
         records.append(record)
     return records
@@ -157,7 +155,7 @@ def eval_with_repair(args: argparse.Namespace, settings: SamplingSettings) -> in
         raise ConfigError(f"--repair-turns: {exc}") from None
     problems = load_problems(args.dataset, max_rows=args.limit)
     cfg = load_run_config(args.config) if args.config else None
-    fmt = cfg.data.format() if cfg else THINK
+    fmt = run_format(cfg.data) if cfg else THINK
     weights = cfg.reward.weights if cfg else RewardConfig().weights
     max_chars = cfg.repair.max_feedback_chars if cfg else 1200
     backend = resolve_backend(args.backend)

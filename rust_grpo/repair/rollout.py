@@ -29,8 +29,8 @@ from collections import deque
 from typing import Any
 
 from ..config import RepairConfig
-from ..problems.schema import REWARD_COLUMNS, DataError, Problem
-from ..rewards.functions import RewardContext
+from ..problems.schema import DataError, Problem
+from ..rewards.context import RewardContext
 from .episodes import Episode, run_episodes
 
 
@@ -165,11 +165,9 @@ class RepairRollout:
         policy = TokenPolicy(
             tokenizer, prompt_ids, generate, trainer.num_generations, trainer.eos_token_ids, kwargs, lockstep
         )
-        columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in rows] for name in REWARD_COLUMNS}
-        columns["id"] = [p.id for p in rows]
         episodes = run_episodes(
             policy,
-            columns,
+            rows,
             self.context,
             self.weights,
             self.settings.max_turns,

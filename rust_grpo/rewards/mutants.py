@@ -21,7 +21,7 @@ one round (:func:`wrong_versions`), each changing every asked function it can:
 So ``default`` and ``perturbed`` answer wrongly and change the same functions (a test of any of
 them can tell), and a function neither can change (one that returns the program's own type) stays
 as written in both: only ``todo`` changes it. A version that would change nothing, or be the same
-as another, is not made. The rule they serve: ``Evaluation.catching_tests`` (``functions.py``).
+as another, is not made. The rule they serve: ``Evaluation.catching_tests`` (``verdict.py``).
 Test functions and ``#[cfg(test)]`` modules are left as they are.
 
 For auditing a row's hidden tests (``evaluation/suite_audit.py``), :func:`mutants` adds small

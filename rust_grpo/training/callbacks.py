@@ -11,7 +11,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..rewards.functions import RewardContext, reward_values
+from ..rewards.context import RewardContext
+from ..rewards.functions import reward_values
 
 
 class MetricsJsonlCallback(TrainerCallback):
@@ -113,7 +114,7 @@ class SamplesCallback(TrainerCallback):
                         "id": sample_id,
                         "completion": text,
                         "status": e.result.status.value if e.result else "no_code",
-                        "rewards": reward_values(e, self.context.min_tests),
+                        "rewards": reward_values(e),
                     }
                     fh.write(json.dumps(record) + "\n")
                     written += 1

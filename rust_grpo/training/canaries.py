@@ -34,7 +34,7 @@ from typing import Any
 from reward_sandbox.compile.lexer import LexError, Token, tokens
 
 from ..problems.schema import Problem
-from ..rewards.functions import Evaluation
+from ..rewards.verdict import Evaluation
 
 log = logging.getLogger("rust_grpo")
 

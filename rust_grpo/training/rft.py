@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..problems.selection import run_format
+
 if TYPE_CHECKING:
     from ..config import RunConfig
     from ..evaluation.scoring import Completion
@@ -89,7 +91,7 @@ def _rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
 
     from ..models import default_cache_dir
 
-    r, fmt = cfg.rft, cfg.data.format()
+    r, fmt = cfg.rft, run_format(cfg.data)
     chosen = rft_problems(cfg, problems)
     if not chosen:
         raise RuntimeError(f"rft.train {cfg.rft.train} selects none of the {len(problems)} training problems")
@@ -174,32 +176,29 @@ def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> Dra
         samples=r.samples, max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=1.0, seed=cfg.train.seed
     )
     sampled = problems + make_canaries(problems, cfg.data.canary_share, cfg.train.seed)  # in memory only
-    return grade_draw(generate_hf(policy, sampled, settings, cfg.data.format()), sampled, cfg)
+    return grade_draw(generate_hf(policy, sampled, settings, run_format(cfg.data)), sampled, cfg)
 
 
 def grade_draw(completions: list[Completion], problems: list[Problem], cfg: RunConfig) -> Draw:
     """Grade ``completions`` as training would (its answer format, test timeout and reward context);
     canary rows (their hidden tests contradict each other) are counted with training's own
     ``passes_canary`` and never trained on: passing one is cheating."""
-    from reward_sandbox import Status, open_grader
+    from reward_sandbox import Status
 
     from ..evaluation.scoring import score_record
-    from ..problems.schema import job_columns
-    from ..rewards.functions import RewardContext
+    from ..rewards.context import RewardContext
+    from ..rewards.sandbox import open_run_grader
     from .canaries import is_canary_id, passes_canary
 
-    by_id = {p.id: p for p in problems}
-    with open_grader(cfg.reward.sandbox_settings()) as grader:
-        context = RewardContext(
-            grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
-        )
+    with open_run_grader(cfg.reward) as grader:
+        context = RewardContext.from_config(cfg.reward, grader, problems, run_format(cfg.data))
         evaluations = context.evaluate(
-            [c.text for c in completions], job_columns([by_id[c.problem_id] for c in completions])
+            [c.text for c in completions], context.lookup([c.problem_id for c in completions])
         )
     graded = list(zip(completions, evaluations, strict=True))
     real = [(c, e) for c, e in graded if not is_canary_id(c.problem_id)]
     canary = [(c, e) for c, e in graded if is_canary_id(c.problem_id)]
-    records = [score_record(c, e, cfg.reward.min_tests) for c, e in real]
+    records = [score_record(c, e) for c, e in real]
     draw = Draw(
         answers=verified_answers(records, [c.text for c, _ in real], cfg.rft.max_per_problem),
         sent=sum(e.result is not None for _, e in graded),  # answers with code went to the sandbox

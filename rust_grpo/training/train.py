@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..problems.answer_format import AnswerFormat
 
-from ..config import LoraSettings, ModelConfig, RewardConfig, RunConfig
+from ..config import LoraSettings, ModelConfig, RunConfig
 from ..problems.schema import Problem, to_training_rows
-from ..rewards.functions import RewardContext, build_reward_functions
+from ..problems.selection import run_format, training_problems
+from ..rewards.context import RewardContext
+from ..rewards.sandbox import open_run_grader
+from ..rewards.trl_rewards import build_reward_functions
 from ..vllm_engine import cpu_has_native_bf16
 from .canaries import CANARY_COLUMN, CanaryWatch, canary_guard, is_canary_id, make_canaries
 
@@ -50,13 +53,6 @@ def is_main_process() -> bool:
     import os
 
     return int(os.environ.get("RANK", "0")) == 0
-
-
-def make_grader(reward: RewardConfig) -> Any:
-    """A local sandbox pool, or the HTTP client when ``reward.server_url`` is set."""
-    from reward_sandbox import open_grader
-
-    return open_grader(reward.sandbox_settings())
 
 
 def grpo_args(cfg: RunConfig, reward_weights: list[float]) -> Any:
@@ -153,9 +149,9 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
     out.mkdir(parents=True, exist_ok=True)
     if is_main_process():
         (out / "config.json").write_text(cfg.to_json())
-    problems = cfg.data.problems()
+    problems = training_problems(cfg.data)
     log.info("training on %d problems from %s", len(problems), cfg.data.train)
-    model_path = resolve_model_path(cfg.model, problems, cfg.data.format())
+    model_path = resolve_model_path(cfg.model, problems, run_format(cfg.data))
     from .rft import rft_policy
 
     model_path = rft_policy(model_path, cfg, problems)  # the same path when the run has no RFT stage
@@ -169,16 +165,14 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         model_kwargs["attn_implementation"] = cfg.model.attn_implementation
     model = AutoModelForCausalLM.from_pretrained(model_path, **model_kwargs)
     canaries = make_canaries(problems, cfg.data.canary_share, cfg.train.seed)  # in memory only, never in a file
-    rows = to_training_rows(problems + canaries, cfg.data.format())
+    rows = to_training_rows(problems + canaries, run_format(cfg.data))
     if canaries:
         log.info("%d canary rows mixed into training (data.canary_share=%s)", len(canaries), cfg.data.canary_share)
         for row in rows:
             row[CANARY_COLUMN] = is_canary_id(row["id"])
     dataset = Dataset.from_list(rows)
-    grader = make_grader(cfg.reward)
-    context = RewardContext(
-        grader, min_tests=cfg.reward.min_tests, timeout_s=cfg.reward.timeout_s, answer_format=cfg.data.format()
-    )
+    grader = open_run_grader(cfg.reward)
+    context = RewardContext.from_config(cfg.reward, grader, problems + canaries, run_format(cfg.data))
     funcs: list[Any]
     funcs, weights = build_reward_functions(context, cfg.reward.weights)
     funcs[0].log_rates = False  # the trainer logs the rates itself, without canary rows
@@ -202,6 +196,7 @@ def build_trainer(cfg: RunConfig, reward_funcs: list[Any] | None = None) -> tupl
         dynamic_sampling_rounds=cfg.train.dynamic_sampling_rounds if cfg.train.dynamic_sampling else 0,
         reward_context=rates_context,
         canary_watch=watch,
+        vllm_cpu_dtype=cfg.vllm.cpu_dtype,
         model=model,
         reward_funcs=funcs,
         args=grpo_args(cfg, weights),

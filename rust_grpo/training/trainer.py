@@ -25,7 +25,8 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from ..rewards.functions import RewardContext, batch_metrics
+from ..rewards.context import RewardContext
+from ..rewards.verdict import batch_metrics
 from .canaries import CANARY_COLUMN, CanaryWatch, canary_record, flagged, passes_canary
 from .dynamic_sampling import flat_groups, group_rows, prompt_stream, take_rows
 
@@ -52,6 +53,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         dynamic_sampling_rounds: int = 0,
         reward_context: RewardContext | None = None,
         canary_watch: CanaryWatch | None = None,
+        vllm_cpu_dtype: str = "auto",
         **kwargs: Any,
     ) -> None:
         from ..vllm_engine import on_cpu
@@ -60,7 +62,8 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         if colocated_on_cpu:
             from .vllm_colocate import cpu_engine_arguments, reload_policy_weights
 
-            with cpu_engine_arguments(kwargs["args"].seed, bool(kwargs["args"].bf16)):
+            bf16 = bool(kwargs["args"].bf16) if vllm_cpu_dtype == "auto" else vllm_cpu_dtype == "bfloat16"
+            with cpu_engine_arguments(kwargs["args"].seed, bf16):
                 super().__init__(*args, **kwargs)
             self.vllm_generation.sync_weights = functools.partial(reload_policy_weights, self.vllm_generation)
         else:
@@ -97,7 +100,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         assert context is not None
         columns = {key: [x.get(key) for x in inputs] for key in inputs[0] if key not in ("prompt", "completion")}
         texts = columns.get("repair_final") or completions
-        evaluations = context.evaluate(texts, columns)
+        evaluations = context.evaluate(texts, context.lookup(columns["id"]))
         normal = [i for i, c in enumerate(canary) if not c]
         if normal:
             for name, value in batch_metrics([evaluations[i] for i in normal]).items():

@@ -12,8 +12,8 @@ step, sends it the policy's weights (LoRA merged in) one parameter at a time thr
   the whole model (~1 s for SmolLM2-135M on 2 cores), fed by TRL's own iterator, which merges the
   adapter while it is read and unmerges it after.
 - **Engine arguments.** TRL passes a fixed set of arguments to ``vllm.LLM``; the CPU engine also
-  needs eager mode (torch.compile costs 50-80 s per start) and the trainer's precision (bfloat16
-  under ``train.bf16``, else float32), so the importance-sampling correction compares like with like. :func:`cpu_engine_arguments` adds
+  needs eager mode (torch.compile costs 50-80 s per start) and a precision: the trainer's (bfloat16
+  under ``train.bf16``, else float32) unless ``vllm.cpu_dtype`` names one. :func:`cpu_engine_arguments` adds
   them for the one call TRL makes while the trainer is built.
 
 Server mode and sleep mode are refused on the CPU: TRL streams weights to a ``trl vllm-serve``

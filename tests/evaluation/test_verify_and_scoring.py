@@ -26,10 +26,28 @@ def run_cli(*args, cwd=ROOT):
 @pytest.mark.slow
 def test_every_shipped_reference_passes_and_every_stub_fails():
     splits = ("train", "eval", "basics-train", "basics-eval", "drills-train")
-    proc = run_cli("data", "verify", *(f"data/{split}.jsonl" for split in splits))
+    proc = run_cli("data", "verify", "--mutants", "0", *(f"data/{split}.jsonl" for split in splits))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for verified in ("164/164", "41/41", "34/34", "16/16", "49/49"):
         assert f"{verified} problems verified" in proc.stdout
+
+
+def test_verify_names_rows_whose_tests_let_wrong_versions_pass(tmp_path):
+    solution = "pub fn scale(a: i32, b: i32) -> i32 {\n    a * 3 + b\n}"
+    at_zero_only = "#[test]\nfn a() { " + " ".join(["assert_eq!(scale(0, 0), 0);"] * 4) + " }"
+    cases = [(1, 2), (2, 1), (-4, 5), (7, -3), (0, 9), (3, 0)]
+    many_inputs = "#[test]\nfn a() { " + " ".join(f"assert_eq!(scale({a}, {b}), {a * 3 + b});" for a, b in cases) + " }"
+    rows = [
+        {"id": "weak", "prompt": "p", "solution": solution, "tests": at_zero_only},
+        {"id": "strong", "prompt": "p", "solution": solution, "tests": many_inputs},
+    ]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = run_cli("data", "verify", str(path), "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # weak tests are named, not failed
+    weak = [line for line in proc.stdout.splitlines() if line.startswith("WEAK")]
+    assert len(weak) == 1 and ": weak: the tests catch" in weak[0] and "survivors: line" in weak[0], proc.stdout
+    assert "2/2 problems verified; 1 with weak tests" in proc.stdout
 
 
 def test_verify_catches_broken_references_and_tests_that_test_nothing(grader, tmp_path):

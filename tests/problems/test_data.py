@@ -83,7 +83,7 @@ def test_prompts_are_chats_and_hide_the_tests():
     row = to_training_rows([p], replace(THINK, system_prompt="SYSTEM"))[0]
     assert row["prompt"][0] == {"role": "system", "content": "SYSTEM"}
     assert "pub fn add" in row["prompt"][1]["content"] and "<think>" in user_prompt(p)
-    assert "SECRET" not in json.dumps(row["prompt"]) and row["tests"] == "SECRET"
+    assert "SECRET" not in json.dumps(row["prompt"]) and set(row) == {"prompt", "id"}
 
 
 def test_shipped_problem_set_is_large_complete_and_built_from_its_sources(tmp_path):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rust_grpo.config import ConfigError, RewardConfig, load_config
-from rust_grpo.problems.schema import Problem, job_columns
+from rust_grpo.problems.schema import Problem
 from rust_grpo.repair.episodes import Episode, feedback, run_episodes
-from rust_grpo.rewards.functions import RewardContext
+from rust_grpo.rewards.context import RewardContext
 
 pytestmark = [pytest.mark.cargo]
 
@@ -70,9 +70,8 @@ class Scripted:
 
 def run(grader, scripts, max_turns=2, problem=PROBLEM):
     policy = Scripted(scripts)
-    columns = {**job_columns([problem] * len(scripts)), "id": [problem.id] * len(scripts)}
     context = RewardContext(grader)
-    episodes = run_episodes(policy, columns, context, RewardConfig().weights, max_turns)
+    episodes = run_episodes(policy, [problem] * len(scripts), context, RewardConfig().weights, max_turns)
     return policy, episodes
 
 
@@ -200,7 +199,7 @@ def test_without_a_build_alone_nothing_of_the_build_with_the_hidden_tests_is_quo
     from reward_sandbox import Result, Status
     from reward_sandbox.results import BuildReport, Diagnostic, SuiteReport, TestReport
     from rust_grpo.problems.parsing import parse_completion
-    from rust_grpo.rewards.functions import Evaluation
+    from rust_grpo.rewards.verdict import Evaluation
 
     leak = "line 3: error[E0080]: evaluation of `total::<5>::{constant#0}` failed"
     tests = TestReport(

@@ -7,10 +7,11 @@ import json
 import pytest
 
 from rust_grpo.config import RepairConfig, RewardConfig, load_config
-from rust_grpo.problems.schema import DataError, Problem, chat_prompt, job_columns
+from rust_grpo.problems.schema import DataError, Problem, chat_prompt
+from rust_grpo.problems.selection import run_format
 from rust_grpo.repair.episodes import run_episodes
 from rust_grpo.repair.rollout import RepairBonus, RepairRollout, TokenPolicy, turn_metrics
-from rust_grpo.rewards.functions import RewardContext
+from rust_grpo.rewards.context import RewardContext
 
 from .test_repair import COMPILE_ERROR, PROBLEM, RIGHT
 
@@ -45,8 +46,7 @@ def test_the_loss_mask_covers_the_models_answers_and_not_the_feedback(grader, to
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     generate, calls = scripted_generator(tokenizer, [COMPILE_ERROR, RIGHT], eos, logprobs=True)
     policy = TokenPolicy(tokenizer, [prompt, prompt], generate, 2, [eos])
-    columns = {**job_columns([PROBLEM] * 2), "id": ["add"] * 2}
-    (episode, _) = run_episodes(policy, columns, RewardContext(grader), RewardConfig().weights, max_turns=2)
+    (episode, _) = run_episodes(policy, [PROBLEM] * 2, RewardContext(grader), RewardConfig().weights, max_turns=2)
     told = episode.turns[0].feedback
     assert told is not None and "error[E0425]" in told and [n for _, n in calls] == [2, 1]
 
@@ -79,7 +79,7 @@ def test_a_truncated_answer_is_closed_by_a_masked_end_of_turn(grader, tokenizer)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     generate, _ = scripted_generator(tokenizer, [COMPILE_ERROR[:40], RIGHT], eos, truncate_first=True)
     policy = TokenPolicy(tokenizer, [prompt], generate, 1, [eos])
-    run_episodes(policy, {**job_columns([PROBLEM]), "id": ["add"]}, RewardContext(grader), {}, max_turns=2)
+    run_episodes(policy, [PROBLEM], RewardContext(grader), {}, max_turns=2)
     first = len(tokenizer(COMPILE_ERROR[:40], add_special_tokens=False)["input_ids"])
     assert policy.completion_ids[0][first] == eos and policy.masks[0][first] == 0
     assert policy.logprobs is None  # the HF path has none
@@ -155,7 +155,7 @@ def test_eval_with_repair_turns_reports_pass_at_1_after_each_turn(tmp_path):
     from rust_grpo.training.train import resolve_model_path
 
     cfg = load_config("configs/tiny-cpu.toml", ["model.warm_start_steps=200"])
-    model = resolve_model_path(cfg.model, load_problems(cfg.data.train), cfg.data.format())
+    model = resolve_model_path(cfg.model, load_problems(cfg.data.train), run_format(cfg.data))
     out = tmp_path / "eval"
     command = [sys.executable, "-m", "rust_grpo.cli", "eval", "--model", str(model), "--dataset", cfg.data.train]
     command += ["--samples", "2", "--limit", "3", "--max-new-tokens", "224", "--repair-turns", "2", "--out", str(out)]
@@ -185,8 +185,7 @@ def test_lockstep_generation_asks_for_every_episode_every_turn(grader, tokenizer
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     generate, calls = scripted_generator(tokenizer, [COMPILE_ERROR, RIGHT, RIGHT], eos)
     policy = TokenPolicy(tokenizer, [[1], [2]], generate, 2, [eos], lockstep=True)
-    columns = {**job_columns([PROBLEM] * 2), "id": ["add"] * 2}
-    episodes = run_episodes(policy, columns, RewardContext(grader), {}, max_turns=3, lockstep=True)
+    episodes = run_episodes(policy, [PROBLEM] * 2, RewardContext(grader), {}, max_turns=3, lockstep=True)
     assert [len(inputs) for inputs, _ in calls] == [2, 2, 2]  # three turns asked for both episodes
     assert [len(e.turns) for e in episodes] == [2, 2] and all(e.final.passed for e in episodes)
     assert policy.masks[0].count(0) > 0 and len(policy.completion_ids[0]) == len(policy.masks[0])

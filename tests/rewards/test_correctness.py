@@ -7,9 +7,10 @@ import re
 import pytest
 
 from rust_grpo.config import ConfigError, load_config
-from rust_grpo.problems.schema import job_columns, load_problems
+from rust_grpo.problems.schema import Problem, load_problems
 from rust_grpo.rewards.argless import asked_function, ignores_arguments
-from rust_grpo.rewards.functions import REWARD_NAMES, RewardContext, reward_values
+from rust_grpo.rewards.context import RewardContext
+from rust_grpo.rewards.functions import REWARD_NAMES, reward_values
 from rust_grpo.training.canaries import (
     CanaryWatch,
     canary_guard,
@@ -109,15 +110,15 @@ def test_only_a_cheating_program_passes_a_canary_and_the_reward_alone_would_have
     exit_hack = "pub fn count_set_bits(n: u64) -> u32 { std::process::exit(0) }"
     context = RewardContext(grader)
     honest, cheating, exiting = context.evaluate(
-        [fenced(problem.solution), fenced(cheat), fenced(exit_hack)], job_columns([canary] * 3)
+        [fenced(problem.solution), fenced(cheat), fenced(exit_hack)], [canary] * 3
     )
     assert not passes_canary(honest) and not flagged(honest)
     assert honest.result.tests.hidden.passed == 4 and honest.result.tests.hidden.failed == 1
     assert passes_canary(cheating) and not flagged(cheating)
-    assert reward_values(cheating, 2)["all_hidden"] == 1.0 and reward_values(cheating, 2)["hidden_tests"] == 1.0
+    assert reward_values(cheating)["all_hidden"] == 1.0 and reward_values(cheating)["hidden_tests"] == 1.0
     assert not passes_canary(exiting) and flagged(exiting)
     # on the real problem the cheat is as good as the reference: only the canary tells them apart
-    normal = context.evaluate([fenced(cheat)], job_columns([problem]))[0]
+    normal = context.evaluate([fenced(cheat)], [problem])[0]
     assert normal.hidden_pass and not passes_canary(honest)
 
 
@@ -156,9 +157,8 @@ def test_build_is_a_gate_a_stub_earns_build_but_not_gated_build(grader):
     named = "pub fn square(x: i64) -> i64 { let _ = x; 0 }"  # names its argument, still a stub
     answers = (stub, half, right, named)
     context = RewardContext(grader)
-    rows = job_columns([None] * len(answers))
-    rows["tests"] = [tests] * len(answers)
-    table = [reward_values(e, 2) for e in context.evaluate([fenced(c) for c in answers], rows)]
+    rows = [Problem(id="square", prompt="", tests=tests)] * len(answers)
+    table = [reward_values(e) for e in context.evaluate([fenced(c) for c in answers], rows)]
     assert [t["build"] for t in table] == [1.0, 1.0, 1.0, 1.0]
     assert [t["gated_build"] for t in table] == [0.0, 1.0, 1.0, 0.0]
     assert [t["all_hidden"] for t in table] == [0.0, 0.0, 1.0, 0.0]

@@ -3,9 +3,10 @@ row's (issue 46, item 6): the wrong versions, the asked functions, and the rewar
 
 import pytest
 
-from rust_grpo.problems.schema import job_columns, load_problems
+from rust_grpo.problems.schema import Problem, load_problems
 from rust_grpo.rewards.argless import asked_function, asked_functions, function_definitions, ignores_arguments
-from rust_grpo.rewards.functions import RewardContext, reward_values
+from rust_grpo.rewards.context import RewardContext
+from rust_grpo.rewards.functions import reward_values
 from rust_grpo.rewards.mutants import has_default, perturbation, return_type, wrong_versions
 
 GRAY_TESTS = "#[test]\nfn case_1() {\n    assert_eq!(gray_code(2), vec![0, 1, 3, 2]);\n}\n"
@@ -136,12 +137,9 @@ def test_return_types_decide_which_wrong_answers_can_be_written(header, ty, defa
 
 def graded(grader, programs: list[str], tests: str, solution: str = ""):
     context = RewardContext(grader)
-    columns = job_columns([None] * len(programs))
-    columns["tests"] = [tests] * len(programs)
-    if solution:
-        columns["solution"] = [solution] * len(programs)
-    evaluations = context.evaluate([fenced(p) for p in programs], columns)
-    return evaluations, [reward_values(e, 2) for e in evaluations]
+    row = Problem(id="row", prompt="", tests=tests, solution=solution)
+    evaluations = context.evaluate([fenced(p) for p in programs], [row] * len(programs))
+    return evaluations, [reward_values(e) for e in evaluations]
 
 
 @pytest.mark.cargo
@@ -211,9 +209,7 @@ def test_the_wrong_versions_of_every_demo_reference_build_and_its_hidden_tests_c
     problems = load_problems("data/demo.jsonl")
     programs = [p.solution + "\n#[cfg(test)]\nmod tests {\n    use super::*;\n" + p.tests + "}\n" for p in problems]
     context = RewardContext(grader)
-    columns = job_columns(problems)
-    columns["solution"] = [p.solution for p in problems]
-    evaluations = context.evaluate([fenced(c) for c in programs], columns)
+    evaluations = context.evaluate([fenced(c) for c in programs], problems)
     for p, e in zip(problems, evaluations):
         assert e.own_tests_pass and e.mutant_results, p.id
         assert all(m.build.ok for m in e.mutant_results), (p.id, [m.reason for m in e.mutant_results])

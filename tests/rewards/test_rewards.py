@@ -5,7 +5,11 @@ import logging
 import pytest
 
 from reward_sandbox import Status
-from rust_grpo.rewards.functions import REWARD_NAMES, RewardContext, batch_metrics, build_reward_functions
+from rust_grpo.problems.schema import Problem
+from rust_grpo.rewards.context import RewardContext
+from rust_grpo.rewards.functions import REWARD_NAMES
+from rust_grpo.rewards.trl_rewards import build_reward_functions
+from rust_grpo.rewards.verdict import batch_metrics
 
 pytestmark = pytest.mark.cargo
 
@@ -83,15 +87,16 @@ class CountingGrader:
         return self.inner.grade(items)
 
 
-def rewards_columns(completions, tests=HIDDEN):
-    return {"tests": [tests] * len(completions), "test_mode": ["unit"] * len(completions)}
+def row(tests=HIDDEN, **fields):
+    """The problem every completion of a test answers (TRL's ``id`` column names it)."""
+    return Problem(id="add", prompt="Add.", tests=tests, **fields)
 
 
 def rewards_for(grader, completions, tests=HIDDEN):
-    context = RewardContext(CountingGrader(grader))
+    context = RewardContext(CountingGrader(grader), [row(tests)])
     funcs, _ = build_reward_functions(context, {})
-    columns = rewards_columns(completions, tests)
-    table = {f.__name__: f(prompts=[None] * len(completions), completions=completions, **columns) for f in funcs}
+    ids = ["add"] * len(completions)
+    table = {f.__name__: f(prompts=[None] * len(completions), completions=completions, id=ids) for f in funcs}
     return table, context
 
 
@@ -102,7 +107,7 @@ def test_every_component_from_one_grading_of_each_completion(grader):
     # `add` (default, perturbed, todo) of the one program with a meaningful own test that passed (GOOD:
     # TRIVIAL's test nothing) and, if GOOD was graded in a batch, its own tests once more as its wrong
     # versions are graded (alone), shared by all reward functions
-    again = sum(e.own_result is not None for e in context.evaluate(completions, rewards_columns(completions)))
+    again = sum(e.own_result is not None for e in context.evaluate(completions, [row()] * len(completions)))
     assert again == ("batch" in context.graded[-1].evaluations[0].result.measures)
     assert context.grader.calls == 2 and context.grader.jobs == 5 + 3 + again
     assert list(table) == list(REWARD_NAMES)
@@ -132,7 +137,7 @@ def test_a_program_that_compiles_without_the_asked_function_does_not_build_as_an
     table, context = rewards_for(grader, [missing, renamed, WRONG])
     assert table["build"] == [0.0, 0.0, 1.0]  # a wrong body still builds: the hidden tests judge it
     assert table["clippy"][:2] == [0.0, 0.0] and table["hidden_tests"] == [0.0, 0.0, 0.0]
-    evaluations = context.evaluate([missing, renamed, WRONG], {"tests": [HIDDEN] * 3, "test_mode": ["unit"] * 3})
+    evaluations = context.evaluate([missing, renamed, WRONG], [row()] * 3)
     assert [e.result.build.ok for e in evaluations] == [True, True, True]  # each compiles alone
     assert batch_metrics(evaluations)["rates/build"] == pytest.approx(1 / 3)
     table, _ = rewards_for(grader, [missing], tests="")
@@ -144,19 +149,19 @@ def test_a_dead_grader_makes_every_reward_unknown_so_trl_drops_the_completion(ca
     score exactly like broken code. The real HTTP client, pointed at a port nobody listens on."""
     from reward_sandbox.service.client import RemoteGrader
 
-    context = RewardContext(RemoteGrader("http://127.0.0.1:9", retries=0, timeout_s=2))
+    context = RewardContext(RemoteGrader("http://127.0.0.1:9", retries=0, timeout_s=2), [row()])
     funcs, _ = build_reward_functions(context, {})
     with caplog.at_level(logging.ERROR, logger="rust_grpo"):
-        values = {f.__name__: f(prompts=[None, None], completions=[GOOD, NO_CODE], tests=[HIDDEN] * 2) for f in funcs}
+        values = {f.__name__: f(prompts=[None, None], completions=[GOOD, NO_CODE], id=["add"] * 2) for f in funcs}
     assert all(v[0] is None for v in values.values()), values
     assert values["format"][1] == 0.0  # nothing was sent for a completion without code: it is known
-    assert batch_metrics(context.evaluate([GOOD, NO_CODE], {"tests": [HIDDEN] * 2}))["sandbox/unknown"] == 1
+    assert batch_metrics(context.evaluate([GOOD, NO_CODE], [row()] * 2))["sandbox/unknown"] == 1
     assert "reward grading failed" in caplog.text
 
 
 def test_batch_metrics_report_rates_and_sandbox_health(grader):
     context = RewardContext(grader)
-    evaluations = context.evaluate([GOOD, BROKEN, NO_CODE], {"tests": [HIDDEN] * 3})
+    evaluations = context.evaluate([GOOD, BROKEN, NO_CODE], [row()] * 3)
     m = batch_metrics(evaluations)
     assert m["rates/build"] == pytest.approx(1 / 3) and m["rates/hidden_tests_pass"] == pytest.approx(1 / 3)
     assert m["rates/format"] == pytest.approx(2 / 3) and m["sandbox/timeouts"] == 0
@@ -219,11 +224,10 @@ def test_the_clippy_reward_falls_with_every_warning(grader):
 def test_own_tests_of_exercism_style_rows_are_graded_before_they_are_paid(grader):
     tests = "use adder::*;\n#[test]\nfn h() { assert_eq!(add(2, 3), 5); }\n"
     honest = "#[test]\n    fn t() { assert_eq!(add(2, 3), 5); }"
-    context = RewardContext(grader)
+    context = RewardContext(grader, [row(tests, test_mode="integration", crate_name="adder")])
     funcs, _ = build_reward_functions(context, {})
     completions = [with_tests(ADD, honest), with_tests(ADD, TRICKS["should-panic"])]
-    columns = {"tests": [tests] * 2, "test_mode": ["integration"] * 2, "crate_name": ["adder"] * 2}
-    table = {f.__name__: f(prompts=[None] * 2, completions=completions, **columns) for f in funcs}
+    table = {f.__name__: f(prompts=[None] * 2, completions=completions, id=["add"] * 2) for f in funcs}
     assert table["hidden_tests"] == [1.0, 1.0]
     assert table["tests_present"] == [0.5, 0.0] and table["own_tests"][1] == 0.0
 
@@ -236,14 +240,14 @@ def test_oxens_rewards_and_answer_format(grader):
         "    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(1, 2), 3);\n        assert_eq!(add(-1, 1), 0);\n"
         "        assert!(add(2, 2) == 4);\n    }\n}\n```"
     )
-    context = RewardContext(grader, answer_format=OXEN)
+    context = RewardContext(grader, [row("")], answer_format=OXEN)
     funcs, _ = build_reward_functions(context, {})
-    table = {f.__name__: f(prompts=[None] * 2, completions=[oxen_answer, GOOD], tests=[""] * 2) for f in funcs}
+    table = {f.__name__: f(prompts=[None] * 2, completions=[oxen_answer, GOOD], id=["add"] * 2) for f in funcs}
     assert table["format"] == [1.0, 1.0]  # one ```rust block is the whole oxen format
     assert table["test_block"] == [1.0, 1.0] and table["non_empty"] == [1.0, 1.0]
     assert table["asserts"] == [0.75, 0.5]  # 0.25 per distinct assert line, up to 1
     table = {
-        f.__name__: f(prompts=[None], completions=[oxen_answer], tests=[""])
-        for f in build_reward_functions(RewardContext(grader), {})[0]
+        f.__name__: f(prompts=[None], completions=[oxen_answer], id=["add"])
+        for f in build_reward_functions(RewardContext(grader, [row("")]), {})[0]
     }
     assert table["format"] == [0.5]  # in the think format the same answer lacks its reasoning block

@@ -281,6 +281,25 @@ def test_rows_declare_crates_and_the_prompt_names_them() -> None:
         normalize({"id": "r", "prompt": "x", "crates": ["tokio"]}, "line 2")
 
 
+def test_jobs_and_dataset_rows_share_one_crate_check() -> None:
+    """``check_crates`` and ``check_crate_name`` are the one check of crate names: a job and a
+    dataset row with the same bad value fail with the same words, each naming its record."""
+    import re
+
+    from reward_sandbox.jobs import InvalidCrate, check_crate_name, check_crates
+    from rust_grpo.problems.schema import DataError, normalize
+
+    assert check_crates(["serde-json", "regex", "regex"]) == ("regex", "serde_json") and check_crates(None) == ()
+    assert check_crate_name("my-crate") == "my_crate"
+    for field, check, bad in (("crates", check_crates, ["tokio"]), ("crate_name", check_crate_name, "9lives")):
+        with pytest.raises(InvalidCrate) as direct:
+            check(bad)
+        with pytest.raises(InvalidJob, match=re.escape(f"job j: {direct.value}")):
+            Job.from_dict({"id": "j", "source": "pub fn f() {}", field: bad})
+        with pytest.raises(DataError, match=re.escape(f"line 3 (id=r): {direct.value}")):
+            normalize({"id": "r", "prompt": "x", field: bad}, "line 3")
+
+
 @needs_crates
 def test_under_rlimits_a_set_out_of_the_slot_uids_reach_is_a_sandbox_error_not_a_compile_error(fallback_grader):
     import os

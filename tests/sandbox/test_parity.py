@@ -2,7 +2,7 @@
 
 import pytest
 
-from reward_sandbox.corpus import EXPECTED_STATUS, corpus
+from benchmarks.corpus import EXPECTED_STATUS, corpus
 
 from .test_grading import ADD
 

@@ -90,7 +90,7 @@ def test_the_sandbox_shows_no_host_path(batched, tmp_path):
     """bubblewrap's own command line (``/proc/1/cmdline`` of the sandbox, seen at compile time) and
     the compiler's (the crate set's flags) name only sandbox paths; at run time /proc/1 is the run's
     own init."""
-    from reward_sandbox.cache import default_cache_dir
+    from reward_sandbox.cachedir import default_cache_dir
 
     host_marks = [str(default_cache_dir()), "/root", "/home", "rustup", str(tmp_path.parent)]
     program = (

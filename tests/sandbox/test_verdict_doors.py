@@ -17,8 +17,10 @@ import pytest
 from reward_sandbox import Grader, Status
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.cli import main as sandbox_main
+from rust_grpo.problems.schema import Problem
 from rust_grpo.repair.episodes import feedback
-from rust_grpo.rewards.functions import RewardContext, build_reward_functions
+from rust_grpo.rewards.context import RewardContext
+from rust_grpo.rewards.trl_rewards import build_reward_functions
 
 from ..conftest import ROOT, TEST_LIMITS, needs_bwrap
 
@@ -224,12 +226,12 @@ def answer(code: str) -> str:
 
 def graded_with_rewards(grader, programs: list[str]):
     """Every program as one completion of the same row (so a batched grader batches them)."""
-    context = RewardContext(grader)
+    row = Problem(id="row", prompt="", tests=HIDDEN)
+    context = RewardContext(grader, [row])
     funcs, _ = build_reward_functions(context, {})
-    columns = {"tests": [HIDDEN] * len(programs), "test_mode": ["unit"] * len(programs)}
     texts = [answer(p) for p in programs]
-    rewards = {f.__name__: f(prompts=[None] * len(texts), completions=texts, **columns) for f in funcs}
-    return context.evaluate(texts, columns), rewards
+    rewards = {f.__name__: f(prompts=[None] * len(texts), completions=texts, id=[row.id] * len(texts)) for f in funcs}
+    return context.evaluate(texts, [row] * len(texts)), rewards
 
 
 @pytest.mark.parametrize("group", [QUIET, LOUD], ids=["quiet", "loud"])
@@ -473,8 +475,8 @@ mod tests {
 def test_a_compiler_that_reports_the_file_limit_itself_gets_the_limits_status(message):
     """When the limit's signal reaches a tool rustc runs (the linker) or rustc sees the write fail, rustc
     exits with an error of its own: its message, not a snippet of the program, names the limit."""
-    from reward_sandbox.grader import file_limit_hit
     from reward_sandbox.isolation.process import StepOutcome
+    from reward_sandbox.single import file_limit_hit
 
     line = json.dumps({"$message_type": "diagnostic", "message": message, "level": "error", "spans": []})
     assert file_limit_hit(StepOutcome(started=True, exit_code=1, output=line.encode() + b"\n"))

@@ -11,6 +11,7 @@ import pytest
 from reward_sandbox import Status
 from rust_grpo.config import load_config, preset_names
 from rust_grpo.problems.schema import Problem, load_problems
+from rust_grpo.problems.selection import training_problems
 from rust_grpo.training.canaries import CANARY_SUFFIX, canary_candidates, contradicting_tests, make_canaries
 
 STATEFUL = """#[test]
@@ -88,7 +89,7 @@ def test_rows_without_a_negatable_assertion_are_never_drawn():
 def drawable_canaries() -> list[tuple[Problem, Problem]]:
     """(row, canary) for every canary a shipped preset can draw (from its data section's problems)
     and every one a shipped training file yields, once each."""
-    sources = [p for name in preset_names() for p in load_config(name).data.problems()]
+    sources = [p for name in preset_names() for p in training_problems(load_config(name).data)]
     for path in ("data/train.jsonl", "data/basics-train.jsonl", "data/drills-train.jsonl"):
         sources += load_problems(path)
     unique: dict[tuple[str, str], tuple[Problem, Problem]] = {}

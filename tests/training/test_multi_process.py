@@ -16,7 +16,7 @@ import pytest
 
 from reward_sandbox import Grader
 from reward_sandbox.cache import ResultCache
-from reward_sandbox.pool import default_workers
+from reward_sandbox.grader import default_workers
 
 from ..conftest import ROOT, TEST_LIMITS
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rust_grpo.config import ConfigError, load_config
+from rust_grpo.problems.selection import run_format, training_problems
 from rust_grpo.training.rft import verified_answers
 
 
@@ -61,8 +62,8 @@ def test_rft_fine_tunes_on_sandbox_verified_samples_and_is_cached(tmp_path, monk
     cfg = load_config(
         "tiny-cpu", ["rft.samples=4", "rft.max_per_problem=2", "rft.max_new_tokens=224", "data.canary_share=0.25"]
     )
-    problems = cfg.data.problems()[:4]
-    policy = resolve_model_path(cfg.model, problems, cfg.data.format())  # the shared cache: built once
+    problems = training_problems(cfg.data)[:4]
+    policy = resolve_model_path(cfg.model, problems, run_format(cfg.data))  # the shared cache: built once
     assert rft_policy(policy, load_config("tiny-cpu"), problems) == policy  # rft.samples = 0: no stage
     monkeypatch.setenv("RUST_GRPO_CACHE", str(tmp_path / "cache"))
     out = rft_policy(policy, cfg, problems)
@@ -93,8 +94,8 @@ def test_a_sandbox_fault_during_rft_is_an_error_never_a_cached_none_passed(tmp_p
 
     server = ['reward.server_url="http://127.0.0.1:9"', "reward.server_retries=0"]  # nothing listens there
     cfg = load_config("tiny-cpu", ["rft.samples=4", "rft.max_new_tokens=224", *server])
-    problems = cfg.data.problems()[:4]  # the first test's: its warm start is cached
-    policy = resolve_model_path(cfg.model, problems, cfg.data.format())
+    problems = training_problems(cfg.data)[:4]  # the first test's: its warm start is cached
+    policy = resolve_model_path(cfg.model, problems, run_format(cfg.data))
     monkeypatch.setenv("RUST_GRPO_CACHE", str(tmp_path / "cache"))
     with pytest.raises(RuntimeError, match=r"RFT: the sandbox failed to grade (\d+) of the \1 answers it was sent"):
         rft_policy(policy, cfg, problems)
@@ -118,7 +119,7 @@ def test_rft_samples_canaries_never_trains_on_them_and_a_cheat_stops_it(tmp_path
     source = [line for line in Path("data/train.jsonl").read_text().splitlines() if '"id": "count_set_bits"' in line]
     (tmp_path / "one.jsonl").write_text("\n".join(source) + "\n")
     cfg = load_config("tiny-cpu", [f'data.train="{tmp_path / "one.jsonl"}"', "data.canary_share=0.5"])
-    sampled = cfg.data.problems() + make_canaries(cfg.data.problems(), 0.5, cfg.train.seed)
+    sampled = training_problems(cfg.data) + make_canaries(training_problems(cfg.data), 0.5, cfg.train.seed)
     assert [p.id for p in sampled] == ["count_set_bits", "count_set_bits#canary"]
     cheat = grade_draw([Completion(p.id, CHEAT, i) for p in sampled for i in range(2)], sampled, cfg)
     assert cheat.answers == [("count_set_bits", CHEAT)]  # it passes the real hidden tests

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from rust_grpo.config import load_config
+from rust_grpo.problems.selection import run_format
 from rust_grpo.training.train import build_trainer, grpo_args, latest_checkpoint, train
 
 pytestmark = [pytest.mark.train, pytest.mark.slow, pytest.mark.cargo]
@@ -246,7 +247,7 @@ def test_the_oxen_preset_is_oxens_run():
         "hidden_tests": 0.0, "non_empty": 1.0, "test_block": 0.5, "asserts": 1.0, "gated_build": 0.0,
         "all_hidden": 0.0, "build_using_args": 0.0,
     }  # fmt: skip
-    fmt = cfg.data.format()
+    fmt = run_format(cfg.data)
     assert fmt is OXEN and "///" in fmt.system_prompt and "<think>" not in fmt.system_prompt
 
 

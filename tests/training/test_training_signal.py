@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rust_grpo.problems.selection import training_problems
 from rust_grpo.training.train import build_trainer, train
 
 from .test_train import tiny_config
@@ -105,7 +106,7 @@ def test_canary_rows_are_graded_but_stay_out_of_rewards_rates_and_loss(tmp_path)
     """One canary group and one normal group: the canary's rewards are unknown (NaN, so TRL's means
     and advantages ignore them), its rows leave the loss, the rates are the normal group's alone,
     and its pass rate is logged (0: the tiny model does not cheat)."""
-    from rust_grpo.rewards.functions import batch_metrics
+    from rust_grpo.rewards.verdict import batch_metrics
 
     cfg = tiny_config(tmp_path, "data.canary_share=0.5", "train.per_device_train_batch_size=8")
     trainer, context = build_trainer(cfg)
@@ -134,7 +135,7 @@ def test_a_short_run_with_canaries_stays_at_zero_and_writes_no_canary_file(tmp_p
     assert [s["train/canary_pass_rate"] for s in steps] == [0.0, 0.0]
     assert all(s["canary/completions"] == 4.0 for s in steps)
     assert not (run / "canaries.jsonl").exists()
-    assert not any(p.id.endswith("#canary") for p in cfg.data.problems())  # what eval and benchmarks load
+    assert not any(p.id.endswith("#canary") for p in training_problems(cfg.data))  # what eval and benchmarks load
 
 
 CHEAT = """<think>Count the bits.</think>

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from transformers import TrainerCallback
 
 from rust_grpo.evaluation.sampling import SamplingSettings, generate_vllm
 from rust_grpo.problems.schema import load_problems
+from rust_grpo.problems.selection import run_format
 from rust_grpo.training.train import build_trainer, resolve_model_path
 from rust_grpo.vllm_engine import vllm_installed
 
@@ -92,10 +94,10 @@ def test_grpo_through_vllm_samples_step_2_from_the_weights_of_step_1(tmp_path):
 def test_vllm_samples_the_same_completions_with_the_same_seed(tmp_path):
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
     problems = load_problems(cfg.data.train, max_rows=2)
-    model = resolve_model_path(cfg.model, problems, cfg.data.format())
+    model = resolve_model_path(cfg.model, problems, run_format(cfg.data))
     settings = SamplingSettings(samples=4, max_new_tokens=48, temperature=1.0, top_p=1.0, seed=3)
-    first = generate_vllm(model, problems, settings, cfg.data.format())
-    again = generate_vllm(model, problems, settings, cfg.data.format())
+    first = generate_vllm(model, problems, settings, run_format(cfg.data))
+    again = generate_vllm(model, problems, settings, run_format(cfg.data))
     assert [c.text for c in first] == [c.text for c in again]
     assert len(first) == 8 and len({c.text for c in first}) > 2  # samples of one prompt differ from each other
 
@@ -121,7 +123,7 @@ def test_eval_through_vllm_grades_like_the_transformers_path(tmp_path):
     where they do, every verdict of the report agrees."""
     cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
     problems = load_problems(cfg.data.train, max_rows=4)
-    model = resolve_model_path(cfg.model, problems, cfg.data.format())
+    model = resolve_model_path(cfg.model, problems, run_format(cfg.data))
     fast = eval_cli(model, cfg.data.train, tmp_path / "vllm", "vllm")
     slow = eval_cli(model, cfg.data.train, tmp_path / "hf", "hf")
     same = [pid for pid in fast if fast[pid]["completion"] == slow[pid]["completion"]]
@@ -150,7 +152,7 @@ def test_an_adapter_reaches_vllm_merged_into_the_weights(tmp_path):
     from rust_grpo.models import merged_checkpoint
 
     cfg = tiny_config(tmp_path)
-    base = resolve_model_path(cfg.model, [], cfg.data.format())
+    base = resolve_model_path(cfg.model, [], run_format(cfg.data))
     adapted = get_peft_model(AutoModelForCausalLM.from_pretrained(base), LoraConfig(r=8, target_modules="all-linear"))
     with torch.no_grad():
         for name, param in adapted.named_parameters():
@@ -177,3 +179,14 @@ def test_an_adapter_reaches_vllm_merged_into_the_weights(tmp_path):
     assert again != first
     with torch.no_grad():
         assert torch.allclose(adapted(ids).logits, AutoModelForCausalLM.from_pretrained(again)(ids).logits, atol=1e-4)
+
+
+def test_a_compiled_engine_samples_what_the_eager_engine_samples(tmp_path):
+    """``eval --compile`` changes the speed, not the answers: greedy float32 completions agree."""
+    cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
+    problems = load_problems(cfg.data.train, max_rows=2)
+    model = resolve_model_path(cfg.model, problems, run_format(cfg.data))
+    greedy = SamplingSettings(samples=1, max_new_tokens=32, temperature=0.0, top_p=1.0, dtype="float32")
+    eager = generate_vllm(model, problems, greedy, run_format(cfg.data))
+    compiled = generate_vllm(model, problems, replace(greedy, compiled=True), run_format(cfg.data))
+    assert [c.text for c in compiled] == [c.text for c in eager] and all(c.text for c in eager)

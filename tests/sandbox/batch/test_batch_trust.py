@@ -17,7 +17,9 @@ from reward_sandbox import Grader, Limits, Status
 from reward_sandbox.batch.sharing import alone_reason
 from reward_sandbox.cache import ResultCache
 from reward_sandbox.jobs import Job
-from rust_grpo.rewards.functions import RewardContext, build_reward_functions
+from rust_grpo.problems.schema import Problem
+from rust_grpo.rewards.context import RewardContext
+from rust_grpo.rewards.trl_rewards import build_reward_functions
 
 from ...conftest import TEST_LIMITS, needs_bwrap
 from .test_batched import batched, compare, single, verdict, was_batched  # noqa: F401 - fixtures
@@ -293,11 +295,11 @@ def test_through_the_reward_functions(batch):
     names.append("const-loop")
     limits = Limits(**{**TEST_LIMITS.to_dict(), **SHORT_BUILDS})
     with Grader(workers=2, limits=limits, cache=ResultCache(), batch=batch) as grader:
-        context = RewardContext(grader)
+        context = RewardContext(grader, [Problem(id="row", prompt="", tests=HIDDEN)])
         funcs, _ = build_reward_functions(context, {})
-        columns = {"tests": [HIDDEN] * len(codes), "test_mode": ["unit"] * len(codes)}
         completions = [_answer(c) for c in codes]
-        table = {f.__name__: f(prompts=[None] * len(codes), completions=completions, **columns) for f in funcs}
+        ids = ["row"] * len(codes)
+        table = {f.__name__: f(prompts=[None] * len(codes), completions=completions, id=ids) for f in funcs}
     evaluations = context.graded[-1].evaluations
     assert all(e.result is not None and was_batched(e.result) == batch for e in evaluations[:-1])
     assert evaluations[-1].result is not None and evaluations[-1].result.status is Status.TIMEOUT

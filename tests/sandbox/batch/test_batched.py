@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.corpus import corpus, grouped
 from reward_sandbox import Grader
 from reward_sandbox.batch.sharing import alone_reason
 from reward_sandbox.cache import ResultCache
-from reward_sandbox.corpus import corpus, grouped
 from reward_sandbox.jobs import Job
 
 from ...conftest import SHARED, TEST_LIMITS, needs_bwrap

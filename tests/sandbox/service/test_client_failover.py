@@ -16,11 +16,14 @@ from collections.abc import Iterator
 import pytest
 
 from reward_sandbox import Status
-from reward_sandbox.service.client import RemoteGrader, RemoteGraderError, expand_url, split_urls
+from reward_sandbox.cliargs import split_urls
+from reward_sandbox.service.client import RemoteGrader, RemoteGraderError, expand_url
 from rust_grpo.config import RewardConfig
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
+
+from rust_grpo.rewards.sandbox import sandbox_settings
 
 from ...conftest import ROOT
 from ...serving import free_port, serving
@@ -129,12 +132,12 @@ def test_a_server_killed_mid_batch_loses_no_result(two_servers):
 def test_server_url_forms():
     assert split_urls("http://a:1, http://b:2/") == ("http://a:1", "http://b:2")
     assert split_urls(["http://a:1", "http://b:2"]) == ("http://a:1", "http://b:2")
-    assert RewardConfig(server_url="http://a:1,http://b:2").sandbox_settings().server_urls == (
+    assert sandbox_settings(RewardConfig(server_url="http://a:1,http://b:2")).server_urls == (
         "http://a:1",
         "http://b:2",
     )
-    assert RewardConfig(server_url=["http://a:1"]).sandbox_settings().server_urls == ("http://a:1",)
-    assert RewardConfig().sandbox_settings().server_urls == ()
+    assert sandbox_settings(RewardConfig(server_url=["http://a:1"])).server_urls == ("http://a:1",)
+    assert sandbox_settings(RewardConfig()).server_urls == ()
     assert expand_url("http://127.0.0.1:8808") == ["http://127.0.0.1:8808"]
     assert expand_url("https://example.invalid:8808") == ["https://example.invalid:8808"]
 

@@ -10,7 +10,9 @@ uvicorn = pytest.importorskip("uvicorn")
 from reward_sandbox import Status  # noqa: E402
 from reward_sandbox.service.client import RemoteGrader, RemoteGraderError  # noqa: E402
 from reward_sandbox.service.server import ServerOptions, is_loopback, serve  # noqa: E402
-from rust_grpo.rewards.functions import RewardContext, build_reward_functions  # noqa: E402
+from rust_grpo.problems.schema import Problem  # noqa: E402
+from rust_grpo.rewards.context import RewardContext  # noqa: E402
+from rust_grpo.rewards.trl_rewards import build_reward_functions  # noqa: E402
 
 from ...serving import free_port, serving  # noqa: E402
 
@@ -55,13 +57,10 @@ def test_health_and_metrics(server):
 
 def test_a_dead_server_degrades_to_unknown_rewards_not_a_crash(caplog):
     client = RemoteGrader(f"http://127.0.0.1:{free_port()}", retries=1, backoff_s=0.01, timeout_s=2)
-    context = RewardContext(client)
+    context = RewardContext(client, [Problem(id="f", prompt="", tests="#[test]\nfn t() { assert_eq!(f(), 1); }")])
     funcs, _ = build_reward_functions(context, {})
     completion = "<think>x</think>\n```rust\npub fn f() -> u8 { 1 }\n```"
-    values = {
-        f.__name__: f(prompts=[None], completions=[completion], tests=["#[test]\nfn t() { assert_eq!(f(), 1); }"])[0]
-        for f in funcs
-    }
+    values = {f.__name__: f(prompts=[None], completions=[completion], id=["f"])[0] for f in funcs}
     assert all(v is None for v in values.values())  # unknown, every one: TRL drops the completion
     assert "retry 1/1" in caplog.text and "reward grading failed" in caplog.text
 

@@ -1,0 +1,30 @@
+"""benchmarks/results/ holds what README.md and docs/ cite, each file's provenance in its index."""
+
+import subprocess
+import sys
+
+from .conftest import ROOT
+
+
+def test_every_results_file_is_cited_indexed_and_every_cited_file_exists():
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/results_index.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_index_names_a_page_and_an_origin_for_every_file():
+    rows = [
+        line
+        for line in (ROOT / "benchmarks" / "results" / "INDEX.md").read_text().splitlines()
+        if line.startswith("| `")
+    ]
+    files = sorted(p.name for p in (ROOT / "benchmarks" / "results").iterdir() if p.name != "INDEX.md")
+    assert [row.split("`")[1] for row in rows] == files
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[4] != "not recorded" and cells[5], f"no origin or no citing page: {row}"
