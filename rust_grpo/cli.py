@@ -233,7 +233,7 @@ def cmd_data_verify(args: argparse.Namespace) -> int:
                 print(f"WEAK {path}: {audit.id}: {audit.reason()}")
             weaker = len(report.without_reference)
             print(
-                f"{path}: {report.checked - len({f.split(':')[0] for f in report.failures})}/{report.checked} "
+                f"{path}: {report.checked - len(report.failed_ids)}/{report.checked} "
                 "problems verified"
                 + (
                     f" ({weaker} without a reference solution: their tests compile against the signature and "

@@ -25,6 +25,7 @@ def make_stub(solution: str) -> str:
 class VerifyReport:
     checked: int = 0
     failures: list[str] = field(default_factory=list)
+    failed_ids: set[str] = field(default_factory=set)  # the rows behind ``failures`` (ids may hold ':')
     # rows without a reference solution: only "the tests compile against the signature and fail a stub"
     # was checked for them, never that the tests can be passed
     without_reference: list[str] = field(default_factory=list)
@@ -89,6 +90,8 @@ def verify_problems(problems: list[Problem], grader: Any, min_asserts: int = MIN
     for i, problem in enumerate(problems):
         reasons = judge(problem, results[2 * i], results[2 * i + 1], min_asserts)
         report.failures += [f"{problem.id}: {reason}" for reason in reasons]
+        if reasons:
+            report.failed_ids.add(problem.id)
         if not reasons and not problem.solution.strip():
             report.without_reference.append(problem.id)
     return report
@@ -102,6 +105,5 @@ def weak_rows(problems: list[Problem], report: VerifyReport, grader: Any, mutant
         return []
     from .suite_audit import audit_problems
 
-    failed = {line.split(":")[0] for line in report.failures}
-    rows = [p for p in problems if p.id not in failed and p.solution.strip()]
+    rows = [p for p in problems if p.id not in report.failed_ids and p.solution.strip()]
     return [a for a in audit_problems(rows, grader, limit=mutants) if a.weak]

@@ -80,6 +80,19 @@ def test_verify_catches_broken_references_and_tests_that_test_nothing(grader, tm
     assert "reference does not pass" in report.failures[0] and "stub passes" in report.failures[1]
 
 
+def test_verify_counts_failed_rows_by_id_even_when_ids_hold_colons(tmp_path):
+    wrong = "pub fn one() -> i32 { 2 }"
+    tests = (
+        "#[test]\nfn a() { assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); assert_eq!(one(), 1); }"
+    )
+    rows = [{"id": f"suite:{i}", "prompt": "p", "solution": wrong, "tests": tests} for i in (1, 2)]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = run_cli("data", "verify", str(path), "-q")
+    assert proc.returncode == 1 and "0/2 problems verified" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.count("FAIL ") == 2 and "WEAK" not in proc.stdout
+
+
 def test_filter_keeps_only_rows_whose_code_passes(tmp_path):
     rows = [
         {
