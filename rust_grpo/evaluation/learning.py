@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..problems.schema import Problem
+from .passk import pass_at_k_curve
 
 Z95 = 1.959963984540054
 STAGES = ("base", "sft", "rft", "grpo")  # in training order; rft only when the run has that stage
@@ -145,8 +146,9 @@ def stage_gains(
 def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) -> dict[str, Any]:
     """``{"n", "format", "build", "hidden_pass", "hidden_share", "argless_builds", "mean_reward"}`` plus
     ``<name>_ci`` 95% intervals, from ``score_completions`` records (completions the sandbox could not
-    grade are left out). ``argless_builds`` is the share of *builds* whose asked function ignores its
-    arguments (each record's ``argless``, from the same Evaluation training pays): stubs that
+    grade are left out), and ``pass_at_k``: all hidden tests passing within k samples, per problem,
+    averaged (:func:`~rust_grpo.evaluation.passk.pass_at_k_curve`). ``argless_builds`` is the share of
+    *builds* whose asked function ignores its arguments (each record's ``argless``, from the same Evaluation training pays): stubs that
     compile, which should fall."""
     graded = _graded(records)
     n = len(graded)
@@ -165,6 +167,8 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
     rewards = [v for r in graded if (v := weighted_reward(r.get("rewards", {}), weights)) is not None]
     out["mean_reward"] = round(sum(rewards) / len(rewards), 4) if rewards else 0.0
     out["mean_reward_ci"] = [round(x, 4) for x in mean_interval(rewards)]
+    counts = per_problem_counts(graded)
+    out["pass_at_k"] = pass_at_k_curve((c["n"], c["hidden_pass"]) for c in counts.values())
     return out
 
 

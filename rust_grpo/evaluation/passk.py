@@ -3,6 +3,8 @@ pass@k = 1 - C(n - c, k) / C(n, k), computed as a stable product."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     if not 0 <= c <= n or k <= 0:
@@ -15,3 +17,16 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     for i in range(n - c + 1, n + 1):
         result *= 1.0 - k / i
     return 1.0 - result
+
+
+def pass_at_k_curve(counts: Iterable[tuple[int, int]]) -> dict[str, float]:
+    """``{"1": ..., "2": ..., "4": ..., ..., "<n>": ...}``: the mean over problems of pass@k, for k the powers
+    of two up to the fewest samples any problem has, and that number itself. ``counts`` holds one
+    ``(samples, passing)`` pair per problem. The curve is the ceiling a sampler can reach with k tries:
+    GRPO learns nothing from a problem none of whose samples ever passes."""
+    counts = list(counts)
+    if not counts:
+        return {}
+    fewest = min(n for n, _ in counts)
+    ks = sorted({2**i for i in range(fewest.bit_length()) if 2**i <= fewest} | {fewest}) if fewest else []
+    return {str(k): round(sum(pass_at_k(n, c, k) for n, c in counts) / len(counts), 4) for k in ks}

@@ -9,6 +9,8 @@
   shrinking, the batch is refilled with freshly drawn groups that carry signal, within a bound.
 - **Canaries** (``data.canary_share``, see ``canaries.py``): rows no honest program passes; their
   rewards become unknown, they leave the loss, and their pass rate is logged apart.
+- **Completion tokens only**: on the CPU, TRL's fused LM head scores only the labelled positions
+  (``cpu_logprobs.py``), as it does on CUDA.
 - **Rates without canaries**: the ``rates/*`` metrics (and ``rates/argless_builds``) are logged here,
   from the reward context's grading of the batch, with canary rows left out.
 
@@ -57,7 +59,9 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         **kwargs: Any,
     ) -> None:
         from ..vllm_engine import on_cpu
+        from .cpu_logprobs import score_labelled_positions_only
 
+        score_labelled_positions_only()
         colocated_on_cpu = kwargs["args"].use_vllm and kwargs["args"].vllm_mode == "colocate" and on_cpu()
         if colocated_on_cpu:
             from .vllm_colocate import cpu_engine_arguments, reload_policy_weights

@@ -87,6 +87,16 @@ def test_tier_metrics_keep_each_tiers_records_apart() -> None:
     assert stage_metrics(easy + hard, WEIGHTS)["hidden_pass"] == pytest.approx(3 / 8)  # the mix hides both
 
 
+def test_pass_at_k_per_tier_is_the_mean_over_problems_up_to_the_fewest_samples() -> None:
+    one_of_four = [{**record(True, True, i == 0), "problem_id": "add"} for i in range(4)]
+    never = [{**record(True, False, False), "problem_id": "dijkstra"} for _ in range(5)]
+    both = stage_metrics(one_of_four + never, WEIGHTS)["pass_at_k"]
+    assert both == {"1": pytest.approx(0.125), "2": pytest.approx(0.25), "4": pytest.approx(0.5)}  # (1/4 + 0) / 2 ...
+    tiers = tier_metrics(one_of_four + never, {"core": ["dijkstra"], "basics": ["add"]}, WEIGHTS)
+    assert tiers["core"]["pass_at_k"] == {"1": 0.0, "2": 0.0, "4": 0.0, "5": 0.0}  # the ceiling: never at k = 5
+    assert tiers["basics"]["pass_at_k"]["4"] == 1.0 and tiers["basics"]["pass_at_k"]["2"] == pytest.approx(0.5)
+
+
 def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
     stage = stage_metrics([record(True, True, False)] * 3 + [record(False, False, False)], WEIGHTS)
     report = learning_report("pypi:x", 2, {"base": stage, "sft": stage, "grpo": stage})
