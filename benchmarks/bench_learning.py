@@ -42,9 +42,10 @@ from rust_grpo.evaluation.learning import (
     stage_metrics,
     tier_metrics,
 )
+from rust_grpo.evaluation.passk import pass_at_k_curve
 from rust_grpo.evaluation.sampling import BACKENDS
-from rust_grpo.problems.schema import Problem, load_problems
-from rust_grpo.problems.selection import run_format, training_problems
+from rust_grpo.problems.schema import DataError, Problem, load_problems
+from rust_grpo.problems.selection import run_format, training_problems, with_tiers
 from rust_grpo.rewards.sandbox import sandbox_settings
 from rust_grpo.training.callbacks import read_metrics
 
@@ -57,15 +58,17 @@ def score_stage(
     tiers: dict[str, list[str]],
     args: argparse.Namespace,
     cfg: object,
+    samples: int = 0,
 ) -> tuple[dict[str, object], list[dict[str, object]]]:
-    """The stage's metrics and its graded records (kept for the paired gains)."""
+    """The stage's metrics and its graded records (kept for the paired gains); ``samples`` per problem
+    (0: the stage's usual count)."""
     from reward_sandbox import open_grader
     from rust_grpo.evaluation.sampling import SamplingSettings, generate
     from rust_grpo.evaluation.scoring import score_completions
 
     start = time.monotonic()
     settings = SamplingSettings(
-        samples=args.base_samples if name == "base" else args.samples,
+        samples=samples or (args.base_samples if name == "base" else args.samples),
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,
         top_p=0.95,
@@ -125,6 +128,13 @@ def main() -> int:
         "are transformers'; vllm's first run (2026-12-06, docs/experiments.md) took 1931 s, not 2938, but GRPO "
         "gained less (all hidden passing +0.4, not +6.1), so it is not the default until that is understood",
     )
+    parser.add_argument(
+        "--ceiling",
+        type=int,
+        default=-1,
+        help="after training, sample the core tier this many times a problem at every trained stage for its "
+        "pass@k curve: the ceiling GRPO can reach (-1: 64 with vllm, 0 = off, with hf)",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench"))
     args = parser.parse_args()
 
@@ -158,19 +168,11 @@ def main() -> int:
 
     fmt = run_format(cfg.data)
     core = easiest(load_problems(args.heldout_data), args.heldout)
-    tiers = {"core": [p.id for p in core]}
-    heldout = list(core)
-    for spec in args.tier or ["basics=data/basics-eval.jsonl"]:
-        if spec == "none":
-            continue
-        tier_name, sep, path = spec.partition("=")
-        if not sep or not tier_name or not path or tier_name in tiers:
-            raise SystemExit(f"--tier {spec!r}: expected a new NAME=FILE")
-        rows = load_problems(path)
-        if twice := sorted({p.id for p in rows} & {p.id for p in heldout}):
-            raise SystemExit(f"--tier {spec!r}: problems already held out in another tier: {twice[:5]}")
-        tiers[tier_name] = [p.id for p in rows]
-        heldout += rows
+    specs = [s for s in args.tier or ["basics=data/basics-eval.jsonl"] if s != "none"]
+    try:
+        heldout, tiers = with_tiers("core", core, specs)
+    except DataError as exc:
+        raise SystemExit(f"--tier: {exc}") from None
     train_problems = training_problems(cfg.data)
     overlap = {p.id for p in heldout} & {p.id for p in train_problems}
     if overlap:
@@ -189,6 +191,24 @@ def main() -> int:
     final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
     stages["grpo"], records["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
     gains = stage_gains(records["sft"], records["grpo"], tiers)
+    if args.ceiling < 0:
+        args.ceiling = 64 if args.backend == "vllm" else 0
+    ceiling: dict[str, object] = {}
+    if args.ceiling:
+        trained = {
+            "sft": (sft, None),
+            **({"rft": (policy, None)} if policy != sft else {}),
+            "grpo": (policy, str(final)),
+        }
+        curves, ever = {}, {}
+        for name, (model, adapter) in trained.items():
+            _, recs = score_stage(
+                f"{name}-ceiling", model, adapter, core, {"core": tiers["core"]}, args, cfg, args.ceiling
+            )
+            counts = per_problem_counts(recs)
+            curves[name] = pass_at_k_curve((c["n"], c["hidden_pass"]) for c in counts.values())
+            ever[name] = [pid for pid, c in counts.items() if c["hidden_pass"]]
+        ceiling = {"tier": "core", "samples": args.ceiling, "pass_at_k": curves, "problems_ever_passing": ever}
 
     logged = read_metrics(run_dir / "metrics.jsonl")
     steps = [r for r in logged if "reward" in r]  # one per generation batch
@@ -216,6 +236,7 @@ def main() -> int:
         per_step_zero_variance_sampled=[r.get("dynamic/zero_variance_share_sampled") for r in steps],
         per_step_canary_pass_rate=[r.get("train/canary_pass_rate") for r in steps],  # None: no canary drawn
         grpo_gain_over_sft=gains,
+        **({"ceiling": ceiling} if ceiling else {}),
         wall_s=round(time.monotonic() - started),
     )
     report["provenance"] = {**origin, "backend": args.backend, "overrides": overrides, "config": args.config}
@@ -233,6 +254,12 @@ def main() -> int:
         by_stage = [stages[s]["tiers"][tier_name] for s in names]  # type: ignore[index]
         for key in ("build", "hidden_pass", "hidden_share"):
             print(f"  {tier_name + ' ' + key:<20} " + " -> ".join(f"{m[key]:.3f}" for m in by_stage))
+    if ceiling:
+        for name, curve in ceiling["pass_at_k"].items():  # type: ignore[attr-defined]
+            print(
+                f"  core pass@k, {name} ({args.ceiling} samples a problem): "
+                + ", ".join(f"@{k} {v:.3f}" for k, v in curve.items())
+            )
     print("GRPO's gain over SFT, 95% intervals resampling problems:")
     for key in GAINS:
         g = gains[key]

@@ -13,7 +13,7 @@ from typing import Any
 from reward_sandbox.cliargs import float_in, int_at_least, int_in
 
 from .config import load_run_config
-from .problems.selection import run_format
+from .problems.selection import run_format, with_tiers
 from .progress import command_grader
 
 log = logging.getLogger("rust_grpo")
@@ -62,7 +62,12 @@ def plural(n: int, noun: str) -> str:
 
 
 def _score_and_report(
-    completions: list[Any], problems: dict[str, Any], args: argparse.Namespace, title: str, meta: dict[str, Any]
+    completions: list[Any],
+    problems: dict[str, Any],
+    args: argparse.Namespace,
+    title: str,
+    meta: dict[str, Any],
+    tiers: dict[str, list[str]] | None = None,
 ) -> int:
     from .evaluation.report import write_report
     from .evaluation.scoring import PartialScore, score_completions, summarize
@@ -75,7 +80,7 @@ def _score_and_report(
         meta = {**meta, "partial": f"interrupted: {len(partial.records)} of {partial.total} completions graded"}
         if partial.records:
             paths = write_report(
-                Path(args.out), partial.records, summarize(partial.records), title + " (partial)", meta
+                Path(args.out), partial.records, summarize(partial.records, tiers=tiers), title + " (partial)", meta
             )
             print(
                 f"rust-grpo: interrupted; partial report of {len(partial.records)} of {partial.total}: {paths['markdown']}"
@@ -83,7 +88,7 @@ def _score_and_report(
         else:
             print("rust-grpo: interrupted before any completion was graded; no report")
         return 130
-    summary = summarize(records)
+    summary = summarize(records, tiers=tiers)
     paths = write_report(Path(args.out), records, summary, title, meta)
     rates = summary["rates"]
     apart = {
@@ -100,6 +105,9 @@ def _score_and_report(
         f"{rates['clippy_clean']:.1%}, own tests {rates['own_tests']:.1%}, hidden tests {rates['hidden_tests']:.1%}, "
         + ", ".join(f"{k} {v:.1%}" for k, v in summary["hidden"].items())
     )
+    for name, tier in summary.get("tiers", {}).items():
+        curve = ", ".join(f"pass@{k} {v:.1%}" for k, v in tier["pass_at_k"].items())
+        print(f"  {name}: {plural(tier['problems'], 'problem')}, build {tier['build']:.1%}, {curve}")
     print(f"report: {paths['markdown']} (also {paths['report'].name}, {paths['plot'].name}, {paths['results'].name})")
     return 0
 
@@ -136,6 +144,8 @@ def check_sampling(args: argparse.Namespace) -> None:
         local = value and (value.startswith(("/", ".", "~")) or option == "--adapter")
         if local and not Path(value).expanduser().exists():
             raise UsageError(f"{option} {value}: no such file or folder")
+    if getattr(args, "tier", None) and getattr(args, "repair_turns", 1) != 1:
+        raise UsageError("--tier reports single-shot answers per tier; leave it out with --repair-turns")
     from .vllm_engine import vllm_installed
 
     if args.backend == "vllm" and not vllm_installed():
@@ -172,7 +182,9 @@ def _eval(args: argparse.Namespace) -> int:
 
         return eval_with_repair(args, settings)
 
-    problems = load_problems(args.dataset, max_rows=args.limit)
+    problems, tiers = with_tiers(
+        Path(args.dataset).stem, load_problems(args.dataset, max_rows=args.limit), args.tier, args.limit
+    )
     fmt = run_format(load_run_config(args.config).data) if args.config else None
     extra = {"fmt": fmt} if fmt is not None else {}
     backend = resolve_backend(args.backend)
@@ -185,6 +197,7 @@ def _eval(args: argparse.Namespace) -> int:
         "backend": backend,
         "config": args.config,
         **settings.__dict__,
+        **({"tiers": args.tier} if args.tier else {}),
     }
     return _score_and_report(
         completions,
@@ -192,6 +205,7 @@ def _eval(args: argparse.Namespace) -> int:
         args,
         f"Eval: {Path(args.model).name} on {Path(args.dataset).name}",
         meta,
+        tiers if args.tier else None,
     )
 
 
@@ -281,6 +295,9 @@ def cmd_data_audit(args: argparse.Namespace) -> int:
         f"({summary['seconds_per_row']} s a row)"
         + (f"; {plural(len(errors), 'unreadable row')} skipped" if errors else "")
     )
+    for name, tier in summary.get("tiers", {}).items():
+        curve = ", ".join(f"pass@{k} {v:.1%}" for k, v in tier["pass_at_k"].items())
+        print(f"  {name}: {plural(tier['problems'], 'problem')}, build {tier['build']:.1%}, {curve}")
     print(f"report: {paths['markdown']} (also {', '.join(p.name for k, p in paths.items() if k != 'markdown')})")
     return 0 if audits else 2
 
@@ -462,7 +479,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--top-p", type=float_in(0, 1, low_open=True), default=0.95, help="nucleus sampling")
     p.add_argument("--batch", type=int_at_least(1), default=4, help="problems per generation batch (hf)")
-    p.add_argument("--limit", type=int_at_least(0), default=0, help="first N problems only (0 = all)")
+    p.add_argument("--limit", type=int_at_least(0), default=0, help="first N problems only (0 = all; of each file)")
+    p.add_argument(
+        "--tier",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="also sample FILE's problems and report them apart as tier NAME (rates and pass@k per tier; "
+        "--dataset's problems are the tier named after its file)",
+    )
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument(
         "--out", default="runs/eval", help="where completions.jsonl and the report go (a new or empty folder)"

@@ -232,7 +232,8 @@ def _stage_bars(ax: Any, stages: dict[str, dict[str, Any]], names: Sequence[str]
 
 def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: Path) -> Path:
     """Left: the three stages' rates and hidden-test share with 95% intervals (then one panel per
-    tier when the report has tiers: build, all hidden tests passing, share passed). Right: GRPO's
+    tier when the report has tiers: build, all hidden tests passing, share passed; and one of each
+    tier's pass@k curves, a line per stage). Right: GRPO's
     per-step mean reward with a band of +-1 standard deviation of that step's rewards, and the
     step's build rate."""
     import matplotlib
@@ -240,9 +241,13 @@ def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .report import plot_pass_at_k
+
     stages = report["stages"]
     tiers = list(stages["base"].get("tiers", {}))
-    fig, axes = plt.subplots(1, 2 + len(tiers), figsize=(6 * (2 + len(tiers)), 4.5))
+    curves = [t for t in tiers if all(m["tiers"][t].get("pass_at_k") for m in stages.values())]
+    panels = 2 + len(tiers) + len(curves)
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.5))
     left, right = axes[0], axes[-1]
     names = [name for name in PLOTTED if name in stages["base"]]  # reports from before hidden_share lack it
     _stage_bars(left, stages, names, f"{report['model']}: held-out, 95% intervals")
@@ -250,6 +255,12 @@ def plot_learning(report: dict[str, Any], steps: Sequence[dict[str, Any]], out: 
     for ax, tier in zip(axes[1:-1], tiers):
         by_stage = {s: m["tiers"][tier] for s, m in stages.items()}
         _stage_bars(ax, by_stage, ["build", "hidden_pass", "hidden_share"], f"tier {tier}")
+    ceiling = report.get("ceiling") or {}
+    for ax, tier in zip(axes[1 + len(tiers) : -1], curves):
+        by_stage = {s: m["tiers"][tier]["pass_at_k"] for s, m in stages.items()}
+        if ceiling.get("tier") == tier:  # the trained stages sampled again, more times a problem
+            by_stage.update({f"{s}, {ceiling['samples']} samples": c for s, c in ceiling["pass_at_k"].items()})
+        plot_pass_at_k(ax, by_stage, f"tier {tier}: pass@k")
     xs = [int(r.get("step", i + 1)) for i, r in enumerate(steps)]
     mean = [float(r.get("reward", 0.0)) for r in steps]
     sd = [float(r.get("reward_std", 0.0)) for r in steps]

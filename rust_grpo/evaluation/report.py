@@ -47,6 +47,7 @@ def markdown(summary: dict[str, Any], title: str) -> str:
     for key, value in summary["hidden"].items():
         lines.append(f"| hidden tests {key} | {_pct(value)} |")
     lines += ["", "Statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())), ""]
+    lines += _tier_lines(summary.get("tiers"))
     lines += _repair_lines(summary.get("repair"))
     lines += ["| problem | samples | build | clippy | own tests | hidden pass |", "|---|---|---|---|---|---|"]
     for pid, row in summary["per_problem"].items():
@@ -54,6 +55,39 @@ def markdown(summary: dict[str, Any], title: str) -> str:
             f"| {pid} | {row['samples']} | {row['build']} | {row['clippy_clean']} | {row['own_tests']} | {row['hidden_pass']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _tier_lines(tiers: dict[str, Any] | None) -> list[str]:
+    """Per tier (``eval --tier``): its rates and hidden-test pass@k at every k the curve has."""
+    if not tiers:
+        return []
+    ks = sorted({int(k) for t in tiers.values() for k in t["pass_at_k"]})
+    lines = [
+        "| tier | problems | samples | builds | hidden tests pass | " + " | ".join(f"pass@{k}" for k in ks) + " |",
+        "|---|---|---|---|---|" + "---|" * len(ks),
+    ]
+    for name, t in tiers.items():
+        curve = [_pct(t["pass_at_k"].get(str(k))) if str(k) in t["pass_at_k"] else "-" for k in ks]
+        lines.append(
+            f"| {name} | {t['problems']} | {t['samples']} | {_pct(t['build'])} | {_pct(t['hidden_tests'])} | "
+            + " | ".join(curve)
+            + " |"
+        )
+    return [*lines, ""]
+
+
+def plot_pass_at_k(ax: Any, curves: dict[str, dict[str, float]], title: str) -> None:
+    """pass@k against k (log scale), one line per named curve: the ceiling k samples reach."""
+    for name, curve in curves.items():
+        if curve:
+            ks = [int(k) for k in curve]
+            ax.plot(ks, [100 * v for v in curve.values()], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("k (samples per problem)")
+    ax.set_ylabel("hidden tests pass within k samples (%)")
+    ax.set_title(title)
+    ax.legend()
 
 
 def _repair_lines(repair: dict[str, Any] | None) -> list[str]:
@@ -77,9 +111,12 @@ def plot_summary(summary: dict[str, Any], path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    repair = summary.get("repair")
-    fig, axes = plt.subplots(1, 3 if repair else 2, figsize=(18 if repair else 12, 4.5))
+    repair, tiers = summary.get("repair"), summary.get("tiers")
+    panels = 2 + bool(repair) + bool(tiers)
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.5))
     left, right = axes[0], axes[1]
+    if tiers:
+        plot_pass_at_k(axes[-1], {name: t["pass_at_k"] for name, t in tiers.items()}, "pass@k per tier")
     if repair:
         turns = [t["turn"] for t in repair["per_turn"]]
         axes[2].plot(turns, [100 * t["pass@1"] for t in repair["per_turn"]], marker="o", label="hidden pass@1")

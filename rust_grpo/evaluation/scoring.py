@@ -7,6 +7,7 @@ verdicts come from the same sandbox pass and reward functions that training uses
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from ..problems.schema import DataError, Problem, jsonl_records
 from ..rewards.context import RewardContext
 from ..rewards.functions import REWARD_NAMES, reward_values
 from ..rewards.verdict import Evaluation
-from .passk import pass_at_k
+from .passk import pass_at_k, pass_at_k_curve
 
 if TYPE_CHECKING:
     from ..config import RewardConfig
@@ -161,9 +162,14 @@ RATE_KEYS = {
 }
 
 
-def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -> dict[str, Any]:
-    """Rates over all samples, and per-problem unbiased pass@k on the hidden tests. Completions for
-    problems the dataset does not hold are counted apart (``unknown_problems``), never as failures."""
+def summarize(
+    records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10), tiers: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
+    """Rates over all samples, and per-problem unbiased pass@k on the hidden tests (``hidden``: ``ks`` and
+    the powers of two up to the samples per problem). Completions for problems the dataset does not
+    hold are counted apart (``unknown_problems``), never as failures. With ``tiers`` (name -> problem
+    ids), ``tiers`` holds each tier's problems, samples, build and hidden-test rates and pass@k curve,
+    so the ceiling on the hard problems is not hidden by the easy ones."""
     unknown = [r for r in records if r.get("unknown_problem")]
     records = [r for r in records if not r.get("unknown_problem")]
     n = len(records)
@@ -174,7 +180,8 @@ def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -
     per_problem = {}
     samples = min((len(v) for v in by_problem.values()), default=0)
     pass_k: dict[str, float] = {}
-    for k in sorted({k for k in ks if k <= samples} | ({samples} if samples else set())):
+    powers = {2**i for i in range(samples.bit_length()) if 2**i <= samples}
+    for k in sorted({k for k in ks if k <= samples} | powers | ({samples} if samples else set())):
         values = [pass_at_k(len(v), sum(r["hidden_pass"] for r in v), k) for v in by_problem.values()]
         pass_k[f"pass@{k}"] = sum(values) / len(values) if values else 0.0
     for pid, rows in sorted(by_problem.items()):
@@ -200,7 +207,27 @@ def summarize(records: list[dict[str, Any]], ks: tuple[int, ...] = (1, 5, 10)) -
         "statuses": dict(statuses),
         "mean_rewards": mean_rewards,
         "per_problem": per_problem,
+        **({"tiers": tier_summaries(by_problem, tiers)} if tiers else {}),
     }
+
+
+def tier_summaries(
+    by_problem: Mapping[str, list[dict[str, Any]]], tiers: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, Any]]:
+    """Per tier: ``{"problems", "samples", "build", "hidden_tests", "pass_at_k"}`` over its problems' records."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, ids in tiers.items():
+        rows = {pid: by_problem[pid] for pid in ids if pid in by_problem}
+        flat = [r for v in rows.values() for r in v]
+        n = len(flat)
+        out[name] = {
+            "problems": len(rows),
+            "samples": n,
+            "build": sum(bool(r["build_ok"]) for r in flat) / n if n else 0.0,
+            "hidden_tests": sum(bool(r["hidden_pass"]) for r in flat) / n if n else 0.0,
+            "pass_at_k": pass_at_k_curve((len(v), sum(bool(r["hidden_pass"]) for r in v)) for v in rows.values()),
+        }
+    return out
 
 
 def _mean(values: list[float | None]) -> float | None:

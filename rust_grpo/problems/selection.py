@@ -53,3 +53,24 @@ def run_format(data: DataConfig) -> AnswerFormat:
         changes["crates"] = crates
     fmt = answer_format(data.answer_format)
     return dataclasses.replace(fmt, **changes) if changes else fmt  # the shipped format itself when unchanged
+
+
+def with_tiers(
+    first: str, problems: list[Problem], specs: list[str], max_rows: int = 0
+) -> tuple[list[Problem], dict[str, list[str]]]:
+    """``problems`` as tier ``first``, plus every problem of each ``NAME=FILE`` spec as tier NAME: all of
+    them, and each tier's ids, so rates and pass@k are reported per tier (a gain or a ceiling on the
+    hard problems is never averaged away by the easy ones). A problem may sit in one tier only."""
+    tiers = {first: [p.id for p in problems]}
+    out = list(problems)
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path or name in tiers:
+            raise DataError(f"tier {spec!r}: expected NAME=FILE with a new NAME (have: {', '.join(tiers)})")
+        rows = load_problems(path, max_rows=max_rows)
+        taken = {p.id for p in out}
+        if twice := sorted(p.id for p in rows if p.id in taken):
+            raise DataError(f"tier {spec!r}: problems already in another tier: {twice[:5]}")
+        tiers[name] = [p.id for p in rows]
+        out += rows
+    return out, tiers

@@ -116,7 +116,14 @@ def test_learning_report_shape(tmp_path) -> None:  # type: ignore[no-untyped-def
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     tiered = {s: {**stage, "tiers": {"core": stage, "basics": stage}} for s in ("base", "sft", "grpo")}
     wide = plot_learning(learning_report("m", 2, tiered), steps, tmp_path / "tiers.png")
-    assert wide.stat().st_size > out.stat().st_size  # two more panels
+    assert wide.stat().st_size > out.stat().st_size  # a bar panel and a pass@k panel per tier
+    ceiling = {
+        "tier": "core",
+        "samples": 64,
+        "pass_at_k": {"sft": {"1": 0.0, "64": 0.0}, "grpo": {"1": 0.01, "64": 0.2}},
+    }
+    deep = plot_learning({**learning_report("m", 2, tiered), "ceiling": ceiling}, steps, tmp_path / "ceiling.png")
+    assert deep.stat().st_size != wide.stat().st_size  # the core panel draws the 64-sample curves too
     four = plot_learning(with_rft, steps, tmp_path / "rft.png")  # a fourth bar per metric
     assert four.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

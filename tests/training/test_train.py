@@ -1,6 +1,7 @@
 """Real TRL GRPO steps on the tiny offline Qwen2 with real sandboxed rewards; resume; vLLM wiring."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -168,6 +169,8 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
             "2",
             "--limit",
             "2",
+            "--tier",
+            f"basics={Path(__file__).resolve().parents[2] / 'data' / 'basics-eval.jsonl'}",
             "--max-new-tokens",
             "224",
             "--backend",
@@ -181,7 +184,14 @@ def test_eval_samples_k_per_problem_and_reports_pass_at_k(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((tmp_path / "eval" / "report.json").read_text())
-    assert report["samples"] == 4 and report["problems"] == 2 and set(report["hidden"]) == {"pass@1", "pass@2"}
+    assert report["samples"] == 8 and report["problems"] == 4 and set(report["hidden"]) == {"pass@1", "pass@2"}
+    stem = Path(cfg.data.train).stem
+    assert list(report["tiers"]) == [stem, "basics"]  # --limit applies to each file
+    assert all(
+        t["problems"] == 2 and t["samples"] == 4 and set(t["pass_at_k"]) == {"1", "2"} for t in report["tiers"].values()
+    )
+    assert "| basics | 2 | 4 |" in (tmp_path / "eval" / "report.md").read_text()
+    assert "basics: 2 problems" in proc.stdout
     assert report["meta"]["backend"] == "hf" and (tmp_path / "eval" / "completions.jsonl").exists()
     assert report["rates"]["format"] > 0  # the warm-started policy answers in the expected format
 
