@@ -69,7 +69,7 @@ def _tier_lines(tiers: dict[str, Any] | None) -> list[str]:
     for name, t in tiers.items():
         curve = [_pct(t["pass_at_k"].get(str(k))) if str(k) in t["pass_at_k"] else "-" for k in ks]
         lines.append(
-            f"| {name} | {t['problems']} | {t['samples']} | {_pct(t['build'])} | {_pct(t['hidden_tests'])} | "
+            f"| {name.replace('|', '/')} | {t['problems']} | {t['samples']} | {_pct(t['build'])} | {_pct(t['hidden_tests'])} | "
             + " | ".join(curve)
             + " |"
         )

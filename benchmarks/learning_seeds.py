@@ -1,0 +1,108 @@
+"""Several learning runs (``bench_learning.py --seed N``, one ``learning.json`` each) as one claim: per stage
+and tier, the mean over seeds of each figure with a 95% t-interval across seeds, and GRPO's gain over
+SFT the same way. One seed on one host is one draw (the first token that differs sends GRPO down
+another path), so a gain is claimed from the spread between seeds, not from one run's own interval.
+
+    python benchmarks/learning_seeds.py runs/vllm-s0/learning.json runs/vllm-s1/learning.json ... \\
+        --out benchmarks/results/learning-seeds.json
+
+Prints a Markdown table; ``--out`` writes the JSON (every seed's figures, wall time and provenance
+too). Refuses runs that differ in anything but their seed: a mean over different recipes is no claim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+FIGURES = ("build", "hidden_pass", "hidden_share")
+# two-sided 95% Student t quantiles by degrees of freedom (seeds - 1)
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def mean_interval(values: list[float]) -> dict[str, Any]:
+    """``{"mean", "ci", "values"}``: the mean and a 95% t-interval over seeds (none from one seed)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"mean": round(mean, 4), "ci": None, "values": values}
+    half = T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
+    return {"mean": round(mean, 4), "ci": [round(mean - half, 4), round(mean + half, 4)], "values": values}
+
+
+def _recipe(report: dict[str, Any]) -> str:
+    """What must agree between seeds: the config, overrides (but the seed) and sampling (but its seed)."""
+    prov = report.get("provenance", {})
+    overrides = [o for o in prov.get("overrides", []) if not o.startswith(("train.seed=", "train.output_dir="))]
+    sampling = {k: v for k, v in report.get("sampling", {}).items() if k != "seed"}
+    return json.dumps([prov.get("config"), overrides, sampling, report.get("grpo_steps"), report.get("heldout")])
+
+
+def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    recipes = {_recipe(r) for r in reports}
+    if len(recipes) != 1:
+        raise SystemExit("these runs differ in more than their seed (config, overrides, sampling or held-out set)")
+    seeds = [r["sampling"]["seed"] for r in reports]
+    if len(set(seeds)) != len(seeds):
+        raise SystemExit(f"a seed appears twice: {seeds}")
+    stages = list(reports[0]["stages"])
+    tiers = ["all", *reports[0]["stages"][stages[0]].get("tiers", {})]
+    out: dict[str, Any] = {"seeds": seeds, "stages": {}, "gain_over_sft": {}}
+    for stage in stages:
+        out["stages"][stage] = {}
+        for tier in tiers:
+            rows = [r["stages"][stage] if tier == "all" else r["stages"][stage]["tiers"][tier] for r in reports]
+            out["stages"][stage][tier] = {f: mean_interval([float(m[f]) for m in rows]) for f in FIGURES}
+    for tier in tiers:
+        gains = [r["grpo_gain_over_sft"] if tier == "all" else r["grpo_gain_over_sft"]["tiers"][tier] for r in reports]
+        out["gain_over_sft"][tier] = {f: mean_interval([float(g[f]["gain"]) for g in gains]) for f in FIGURES}
+    out["wall_s"] = mean_interval([float(r["wall_s"]) for r in reports])
+    out["runs"] = [
+        {"seed": r["sampling"]["seed"], "wall_s": r["wall_s"], "provenance": r.get("provenance", {})} for r in reports
+    ]
+    return out
+
+
+def _cell(x: dict[str, Any], scale: float = 100.0, sign: bool = False) -> str:
+    fmt = "{:+.1f}" if sign else "{:.1f}"
+    text = fmt.format(scale * x["mean"])
+    return text if x["ci"] is None else text + " [" + ", ".join(fmt.format(scale * v) for v in x["ci"]) + "]"
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    seeds = ", ".join(str(s) for s in summary["seeds"])
+    lines = [
+        f"Mean over seeds {seeds}, 95% t-interval across seeds (percent):",
+        "",
+        "| stage | tier | build | all hidden tests pass | hidden share |",
+        "|---|---|---|---|---|",
+    ]
+    for stage, tiers in summary["stages"].items():
+        for tier, m in tiers.items():
+            lines.append(f"| {stage} | {tier} | " + " | ".join(_cell(m[f]) for f in FIGURES) + " |")
+    lines += ["", "| GRPO over SFT | build | all hidden tests pass | hidden share |", "|---|---|---|---|"]
+    for tier, g in summary["gain_over_sft"].items():
+        lines.append(f"| {tier} | " + " | ".join(_cell(g[f], sign=True) for f in FIGURES) + " |")
+    lines += ["", f"wall time: {_cell(summary['wall_s'], scale=1.0)} s"]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("reports", nargs="+", type=Path, help="learning.json files of one recipe, one per seed")
+    parser.add_argument("--out", type=Path, default=None, help="also write the summary as JSON here")
+    args = parser.parse_args()
+    summary = summarize([json.loads(p.read_text()) for p in args.reports])
+    summary["reports"] = [str(p) for p in args.reports]
+    print(markdown(summary))
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

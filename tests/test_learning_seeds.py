@@ -1,0 +1,65 @@
+"""benchmarks/learning_seeds.py: several seeds of one recipe as one claim (mean and a t-interval across
+seeds), and never a mean over different recipes."""
+
+import copy
+import json
+import subprocess
+import sys
+
+from .conftest import ROOT
+
+
+def _report(seed: int, build: float) -> dict:
+    stage = {
+        "build": build,
+        "hidden_pass": 0.1,
+        "hidden_share": 0.2,
+        "tiers": {"core": {"build": build / 2, "hidden_pass": 0.0, "hidden_share": 0.05}},
+    }
+    gain = {f: {"gain": build - 0.1} for f in ("build", "hidden_pass", "hidden_share")}
+    return {
+        "stages": {"sft": stage, "grpo": stage},
+        "grpo_gain_over_sft": {**gain, "tiers": {"core": gain}},
+        "sampling": {"seed": seed, "samples": 16},
+        "grpo_steps": 60,
+        "heldout": ["a"],
+        "wall_s": 1000 + seed,
+        "provenance": {"config": "configs/smollm-cpu.toml", "overrides": [f"train.seed={seed}", "vllm.enabled=true"]},
+    }
+
+
+def _run(tmp_path, reports):  # type: ignore[no-untyped-def]
+    paths = []
+    for i, r in enumerate(reports):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(r))
+    out = tmp_path / "seeds.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/learning_seeds.py", *map(str, paths), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc, out
+
+
+def test_seeds_become_a_mean_with_a_t_interval(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc, out = _run(tmp_path, [_report(0, 0.3), _report(1, 0.4), _report(2, 0.5)])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(out.read_text())
+    build = summary["stages"]["grpo"]["all"]["build"]
+    assert build["mean"] == 0.4 and build["values"] == [0.3, 0.4, 0.5]
+    assert build["ci"][0] == round(0.4 - 4.303 * 0.1 / 3**0.5, 4)  # t with 2 degrees of freedom, not 1.96
+    assert summary["stages"]["grpo"]["core"]["build"]["mean"] == 0.2
+    assert summary["gain_over_sft"]["core"]["build"]["mean"] == 0.3
+    assert "| grpo | core | 20.0 [" in proc.stdout
+
+
+def test_runs_of_different_recipes_or_one_seed_twice_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    other = copy.deepcopy(_report(1, 0.4))
+    other["provenance"]["overrides"].append("train.beta=0")
+    proc, _ = _run(tmp_path, [_report(0, 0.3), other])
+    assert proc.returncode != 0 and "differ in more than their seed" in proc.stderr
+    proc, _ = _run(tmp_path, [_report(0, 0.3), _report(0, 0.4)])
+    assert proc.returncode != 0 and "a seed appears twice" in proc.stderr
