@@ -123,10 +123,10 @@ def main() -> int:
     parser.add_argument(
         "--backend",
         choices=BACKENDS,
-        default="hf",
-        help="sampling engine for scoring and GRPO groups (vllm: colocated in training). The shipped figures "
-        "are transformers'; vllm's first run (2026-12-06, docs/experiments.md) took 1931 s, not 2938, but GRPO "
-        "gained less (all hidden passing +0.4, not +6.1), so it is not the default until that is understood",
+        default="auto",
+        help="sampling engine for scoring and GRPO groups (vllm: colocated in training; auto: vllm when installed, "
+        "else transformers, said in one line). The README's figures are vllm's, three seeds (2026-12-07); the "
+        "transformers runs before them are in docs/experiments.md",
     )
     parser.add_argument(
         "--ceiling",

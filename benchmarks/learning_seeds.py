@@ -25,13 +25,15 @@ FIGURES = ("build", "hidden_pass", "hidden_share")
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
-def mean_interval(values: list[float]) -> dict[str, Any]:
-    """``{"mean", "ci", "values"}``: the mean and a 95% t-interval over seeds (none from one seed)."""
+def mean_interval(values: list[float], rate: bool = False) -> dict[str, Any]:
+    """``{"mean", "ci", "values"}``: the mean and a 95% t-interval over seeds (none from one seed); a
+    ``rate``'s interval is clipped to [0, 1]."""
     mean = statistics.fmean(values)
     if len(values) < 2:
         return {"mean": round(mean, 4), "ci": None, "values": values}
     half = T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
-    return {"mean": round(mean, 4), "ci": [round(mean - half, 4), round(mean + half, 4)], "values": values}
+    low, high = (max(0.0, mean - half), min(1.0, mean + half)) if rate else (mean - half, mean + half)
+    return {"mean": round(mean, 4), "ci": [round(low, 4), round(high, 4)], "values": values}
 
 
 def _recipe(report: dict[str, Any]) -> str:
@@ -56,10 +58,19 @@ def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
         out["stages"][stage] = {}
         for tier in tiers:
             rows = [r["stages"][stage] if tier == "all" else r["stages"][stage]["tiers"][tier] for r in reports]
-            out["stages"][stage][tier] = {f: mean_interval([float(m[f]) for m in rows]) for f in FIGURES}
+            out["stages"][stage][tier] = {f: mean_interval([float(m[f]) for m in rows], rate=True) for f in FIGURES}
     for tier in tiers:
         gains = [r["grpo_gain_over_sft"] if tier == "all" else r["grpo_gain_over_sft"]["tiers"][tier] for r in reports]
         out["gain_over_sft"][tier] = {f: mean_interval([float(g[f]["gain"]) for g in gains]) for f in FIGURES}
+    ceilings = [r["ceiling"] for r in reports if r.get("ceiling")]
+    if ceilings:  # the core tier's pass@k at many samples a problem, in the runs that measured it
+        out["ceiling"] = {"tier": ceilings[0]["tier"], "samples": ceilings[0]["samples"], "seeds": len(ceilings)}
+        for stage in ceilings[0]["pass_at_k"]:
+            curves = [c["pass_at_k"][stage] for c in ceilings]
+            out["ceiling"][stage] = {k: mean_interval([float(c[k]) for c in curves], rate=True) for k in curves[0]}
+            out["ceiling"][f"{stage}_ever_passing"] = sorted(
+                {p for c in ceilings for p in c["problems_ever_passing"][stage]}
+            )
     out["wall_s"] = mean_interval([float(r["wall_s"]) for r in reports])
     out["runs"] = [
         {"seed": r["sampling"]["seed"], "wall_s": r["wall_s"], "provenance": r.get("provenance", {})} for r in reports
@@ -87,6 +98,19 @@ def markdown(summary: dict[str, Any]) -> str:
     lines += ["", "| GRPO over SFT | build | all hidden tests pass | hidden share |", "|---|---|---|---|"]
     for tier, g in summary["gain_over_sft"].items():
         lines.append(f"| {tier} | " + " | ".join(_cell(g[f], sign=True) for f in FIGURES) + " |")
+    if ceiling := summary.get("ceiling"):
+        lines += [
+            "",
+            f"{ceiling['tier']} tier, pass@k at {ceiling['samples']} samples a problem ({ceiling['seeds']} seeds):",
+        ]
+        for stage, curve in ceiling.items():
+            if isinstance(curve, dict):
+                ever = ", ".join(ceiling[f"{stage}_ever_passing"]) or "none"
+                lines.append(
+                    f"- {stage}: "
+                    + ", ".join(f"@{k} {_cell(v)}" for k, v in curve.items())
+                    + f" (ever passing: {ever})"
+                )
     lines += ["", f"wall time: {_cell(summary['wall_s'], scale=1.0)} s"]
     return "\n".join(lines)
 
@@ -97,7 +121,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the summary as JSON here")
     args = parser.parse_args()
     summary = summarize([json.loads(p.read_text()) for p in args.reports])
-    summary["reports"] = [str(p) for p in args.reports]
+    summary = {
+        "what": f"learning benchmark, mean over seeds {summary['seeds']} with 95% t-intervals across seeds",
+        "results": [str(p) for p in args.reports],
+        **summary,
+    }
     print(markdown(summary))
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2) + "\n")
