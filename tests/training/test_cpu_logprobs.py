@@ -59,7 +59,10 @@ def test_cpu_scores_only_labelled_positions_with_the_same_values(monkeypatch) ->
             return function.apply(hidden, *rest)
 
     monkeypatch.setattr(utils, "_ChunkedLogProbFunction", Counting)
-    monkeypatch.setattr(utils, "_use_triton", utils._use_triton)  # undone after the test
+    from trl.kernels import chunked_logprob
+
+    # TRL's own switch, as imported (a trainer built earlier in this process has already patched it)
+    monkeypatch.setattr(utils, "_use_triton", chunked_logprob._use_triton)
     every = _scored(model, input_ids, attention_mask, labels)
     assert score_labelled_positions_only() and score_labelled_positions_only()  # idempotent
     compact = _scored(model, input_ids, attention_mask, labels)
