@@ -42,7 +42,6 @@ from rust_grpo.evaluation.learning import (
     stage_metrics,
     tier_metrics,
 )
-from rust_grpo.evaluation.passk import pass_at_k_curve
 from rust_grpo.evaluation.sampling import BACKENDS
 from rust_grpo.problems.schema import DataError, Problem, load_problems
 from rust_grpo.problems.selection import run_format, training_problems, with_tiers
@@ -202,12 +201,11 @@ def main() -> int:
         }
         curves, ever = {}, {}
         for name, (model, adapter) in trained.items():
-            _, recs = score_stage(
+            metrics, recs = score_stage(
                 f"{name}-ceiling", model, adapter, core, {"core": tiers["core"]}, args, cfg, args.ceiling
             )
-            counts = per_problem_counts(recs)
-            curves[name] = pass_at_k_curve((c["n"], c["hidden_pass"]) for c in counts.values())
-            ever[name] = [pid for pid, c in counts.items() if c["hidden_pass"]]
+            curves[name] = metrics["pass_at_k"]  # core problems only: stage_metrics' own curve
+            ever[name] = [pid for pid, c in per_problem_counts(recs).items() if c["hidden_pass"]]
         ceiling = {"tier": "core", "samples": args.ceiling, "pass_at_k": curves, "problems_ever_passing": ever}
 
     logged = read_metrics(run_dir / "metrics.jsonl")

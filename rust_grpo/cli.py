@@ -295,9 +295,6 @@ def cmd_data_audit(args: argparse.Namespace) -> int:
         f"({summary['seconds_per_row']} s a row)"
         + (f"; {plural(len(errors), 'unreadable row')} skipped" if errors else "")
     )
-    for name, tier in summary.get("tiers", {}).items():
-        curve = ", ".join(f"pass@{k} {v:.1%}" for k, v in tier["pass_at_k"].items())
-        print(f"  {name}: {plural(tier['problems'], 'problem')}, build {tier['build']:.1%}, {curve}")
     print(f"report: {paths['markdown']} (also {', '.join(p.name for k, p in paths.items() if k != 'markdown')})")
     return 0 if audits else 2
 

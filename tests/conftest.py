@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,12 @@ SHARED = ROOT.parent / "shared"
 os.environ.setdefault("PATH", "")
 if shutil.which("cargo") is None:
     os.environ["PATH"] = f"{Path.home() / '.cargo' / 'bin'}:{os.environ['PATH']}"
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+    """A repository script (``benchmarks/...``, ``scripts/...``) run from the root, as a user runs it."""
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
 
 TEST_LIMITS = Limits(run_wall_s=10.0, run_cpu_s=5, compile_wall_s=60.0)
 

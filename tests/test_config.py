@@ -128,18 +128,9 @@ def test_training_problems_from_several_files_with_unique_ids(tmp_path):
 
 
 def test_the_configuration_reference_page_is_generated_from_the_fields_help():
-    import subprocess
-    import sys
+    from .conftest import ROOT, run_script
 
-    from .conftest import ROOT
-
-    proc = subprocess.run(
-        [sys.executable, "scripts/config_reference.py", "--check"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_script("scripts/config_reference.py", "--check")
     assert proc.returncode == 0, proc.stderr
     page = (ROOT / "docs" / "config.md").read_text()
     assert "| `cpu_dtype` |" in page and "| `timeout_s` |" in page and "[trl]" in page

@@ -3,10 +3,8 @@ seeds), and never a mean over different recipes."""
 
 import copy
 import json
-import subprocess
-import sys
 
-from .conftest import ROOT
+from .conftest import run_script
 
 
 def _report(seed: int, build: float) -> dict:
@@ -34,13 +32,7 @@ def _run(tmp_path, reports):  # type: ignore[no-untyped-def]
         paths.append(tmp_path / f"{i}.json")
         paths[-1].write_text(json.dumps(r))
     out = tmp_path / "seeds.json"
-    proc = subprocess.run(
-        [sys.executable, "benchmarks/learning_seeds.py", *map(str, paths), "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_script("benchmarks/learning_seeds.py", *map(str, paths), "--out", str(out))
     return proc, out
 
 

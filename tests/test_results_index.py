@@ -1,19 +1,10 @@
 """benchmarks/results/ holds what README.md and docs/ cite, each file's provenance in its index."""
 
-import subprocess
-import sys
-
-from .conftest import ROOT
+from .conftest import ROOT, run_script
 
 
 def test_every_results_file_is_cited_indexed_and_every_cited_file_exists():
-    proc = subprocess.run(
-        [sys.executable, "benchmarks/results_index.py", "--check"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = run_script("benchmarks/results_index.py", "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -148,8 +148,8 @@ def stage_metrics(records: Sequence[dict[str, Any]], weights: dict[str, float]) 
     ``<name>_ci`` 95% intervals, from ``score_completions`` records (completions the sandbox could not
     grade are left out), and ``pass_at_k``: all hidden tests passing within k samples, per problem,
     averaged (:func:`~rust_grpo.evaluation.passk.pass_at_k_curve`). ``argless_builds`` is the share of
-    *builds* whose asked function ignores its arguments (each record's ``argless``, from the same Evaluation training pays): stubs that
-    compile, which should fall."""
+    *builds* whose asked function ignores its arguments (each record's ``argless``, from the same
+    Evaluation training pays): stubs that compile, which should fall."""
     graded = _graded(records)
     n = len(graded)
     out: dict[str, Any] = {"n": n}

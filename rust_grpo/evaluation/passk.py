@@ -19,6 +19,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - result
 
 
+def curve_ks(samples: int) -> list[int]:
+    """The k a pass@k curve is given at with ``samples`` per problem: the powers of two up to it, and it."""
+    return sorted({2**i for i in range(samples.bit_length()) if 2**i <= samples} | ({samples} if samples else set()))
+
+
 def pass_at_k_curve(counts: Iterable[tuple[int, int]]) -> dict[str, float]:
     """``{"1": ..., "2": ..., "4": ..., ..., "<n>": ...}``: the mean over problems of pass@k, for k the powers
     of two up to the fewest samples any problem has, and that number itself. ``counts`` holds one
@@ -28,5 +33,4 @@ def pass_at_k_curve(counts: Iterable[tuple[int, int]]) -> dict[str, float]:
     if not counts:
         return {}
     fewest = min(n for n, _ in counts)
-    ks = sorted({2**i for i in range(fewest.bit_length()) if 2**i <= fewest} | {fewest}) if fewest else []
-    return {str(k): round(sum(pass_at_k(n, c, k) for n, c in counts) / len(counts), 4) for k in ks}
+    return {str(k): round(sum(pass_at_k(n, c, k) for n, c in counts) / len(counts), 4) for k in curve_ks(fewest)}

@@ -18,7 +18,7 @@ from ..problems.schema import DataError, Problem, jsonl_records
 from ..rewards.context import RewardContext
 from ..rewards.functions import REWARD_NAMES, reward_values
 from ..rewards.verdict import Evaluation
-from .passk import pass_at_k, pass_at_k_curve
+from .passk import curve_ks, pass_at_k, pass_at_k_curve
 
 if TYPE_CHECKING:
     from ..config import RewardConfig
@@ -180,8 +180,7 @@ def summarize(
     per_problem = {}
     samples = min((len(v) for v in by_problem.values()), default=0)
     pass_k: dict[str, float] = {}
-    powers = {2**i for i in range(samples.bit_length()) if 2**i <= samples}
-    for k in sorted({k for k in ks if k <= samples} | powers | ({samples} if samples else set())):
+    for k in sorted({k for k in ks if k <= samples} | set(curve_ks(samples))):
         values = [pass_at_k(len(v), sum(r["hidden_pass"] for r in v), k) for v in by_problem.values()]
         pass_k[f"pass@{k}"] = sum(values) / len(values) if values else 0.0
     for pid, rows in sorted(by_problem.items()):
