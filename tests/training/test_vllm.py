@@ -190,3 +190,41 @@ def test_a_compiled_engine_samples_what_the_eager_engine_samples(tmp_path):
     eager = generate_vllm(model, problems, greedy, run_format(cfg.data))
     compiled = generate_vllm(model, problems, replace(greedy, compiled=True), run_format(cfg.data))
     assert [c.text for c in compiled] == [c.text for c in eager] and all(c.text for c in eager)
+
+
+def test_dynamic_sampling_samples_its_refill_rounds_in_the_batchs_own_engine_call(tmp_path):
+    """One engine call a step: the refill rounds' groups ride with the batch's (the engine has room for
+    them), a round that is needed is served from that call, and the prompts of a round that is not
+    needed are drawn again first at the next step."""
+    from .test_training_signal import score_with_one_flat_group
+
+    cfg = tiny_config(
+        tmp_path,
+        "vllm.enabled=true",
+        "train.dynamic_sampling=true",
+        "train.dynamic_sampling_rounds=2",
+        "train.per_device_train_batch_size=8",
+        "data.max_rows=3",
+    )
+    calls = []
+
+    def counting(trainer):
+        engine = trainer.vllm_generation.generate
+
+        def generate(prompts, **kw):
+            result = engine(prompts=prompts, **kw)
+            calls.append((len(prompts), [list(ids) for ids in result[1]]))
+            return result
+
+        trainer.vllm_generation.generate = generate
+        return trainer
+
+    out, m, trainer = score_with_one_flat_group(cfg, prepare=counting)
+    assert trainer.vllm_generation.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs == 8 * 3
+    assert [n for n, _ in calls] == [8 + 2 * 8]  # the batch's 2 prompts and 2 rounds of 2, x 4, in one call
+    rounds = int(m["dynamic/rounds"][0])
+    assert rounds >= 1 and m["dynamic/groups_kept"] == [2.0]
+    sampled = calls[0][1]
+    for row, mask in zip(out["completion_ids"].tolist(), out["completion_mask"].tolist()):
+        assert [t for t, keep in zip(row, mask) if keep] in sampled or not any(mask)
+    assert len(trainer._undrawn) == 2 * (2 - rounds) and not trainer._prefetched
