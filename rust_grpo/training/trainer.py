@@ -7,10 +7,6 @@
   count (the batch shrinks), counted as ``skip/zero_variance_groups`` and ``skip/frac_completions``.
 - **Dynamic sampling** (``train.dynamic_sampling``, see ``dynamic_sampling.py``): instead of
   shrinking, the batch is refilled with freshly drawn groups that carry signal, within a bound.
-  When vLLM samples, the refill rounds' groups are sampled in the same engine call as the batch's
-  own (decoding is bound by reading the weights once a token, not by the number of sequences: on 2
-  CPU cores 32 sequences cost about what 16 do); they are scored only when a round is needed, and
-  prompts that were sampled but not needed are drawn again first at the next step.
 - **Canaries** (``data.canary_share``, see ``canaries.py``): rows no honest program passes; their
   rewards become unknown, they leave the loss, and their pass rate is logged apart.
 - **Completion tokens only**: on the CPU, TRL's fused LM head scores only the labelled positions
@@ -24,8 +20,6 @@ no reward variance, so runs with and without dynamic sampling compare on the sam
 
 from __future__ import annotations
 
-import collections
-import copy
 import functools
 import logging
 from typing import Any
@@ -73,7 +67,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
             from .vllm_colocate import cpu_engine_arguments, reload_policy_weights
 
             bf16 = bool(kwargs["args"].bf16) if vllm_cpu_dtype == "auto" else vllm_cpu_dtype == "bfloat16"
-            with cpu_engine_arguments(kwargs["args"].seed, bf16, sequences_factor=1 + dynamic_sampling_rounds):
+            with cpu_engine_arguments(kwargs["args"].seed, bf16):
                 super().__init__(*args, **kwargs)
             self.vllm_generation.sync_weights = functools.partial(reload_policy_weights, self.vllm_generation)
         else:
@@ -90,10 +84,6 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         self._extra_prompts = (
             prompt_stream(len(self.train_dataset), self.args.seed + 1) if dynamic_sampling_rounds else None
         )
-        self._undrawn: collections.deque[int] = collections.deque()  # prefetched, not needed: drawn first
-        self._prefetch_refills = bool(dynamic_sampling_rounds) and bool(self.use_vllm)
-        self._prefetch_prompts: list[Any] | None = None  # the refill prompts the next engine call adds
-        self._prefetched: list[tuple[list[int], list[int], Any]] = []  # (prompt, completion, logprobs) rows
 
     # --- rewards: canaries become unknown, rates are logged without them -----------------------
 
@@ -156,16 +146,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
     # --- the scored generation batch: flat groups, dynamic sampling, canaries out of the loss ----
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        refills: list[list[int]] = []
-        if self._prefetch_refills and self.model.training:
-            wanted = len(inputs) // self.num_generations
-            refills = [[self._draw_prompt() for _ in range(wanted)] for _ in range(self.dynamic_sampling_rounds)]
-            rows = [self.train_dataset[k] for indices in refills for k in indices]
-            self._prefetch_prompts = [row["prompt"] for row in rows for _ in range(self.num_generations)]
-        try:
-            output: dict[str, Any] = super()._generate_and_score_completions(inputs)
-        finally:
-            self._prefetch_prompts = None
+        output: dict[str, Any] = super()._generate_and_score_completions(inputs)
         if not self.model.training:
             return output
         canary = [bool(x.get(CANARY_COLUMN)) for x in inputs]
@@ -180,7 +161,7 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
             zero = normal_groups - sum(signal)
             self._metrics["train"]["dynamic/zero_variance_share_sampled"].append(zero / normal_groups)
         if self.dynamic_sampling_rounds:
-            output, drop = self._refill(output, signal, refills)
+            output, drop = self._refill(output, signal)
         else:
             drop = [c or (self.skip_zero_variance_groups and f) for c, f in zip(canary, flat)]
             if self.skip_zero_variance_groups:
@@ -188,35 +169,6 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
                 self._metrics["train"]["skip/zero_variance_groups"].append(float(skipped))
                 self._metrics["train"]["skip/frac_completions"].append(skipped / len(groups))
         return self._mask_rows(output, drop)
-
-    def _draw_prompt(self) -> int:
-        """The next dataset index for a refill: prompts prefetched but not needed come back first."""
-        if self._undrawn:
-            return self._undrawn.popleft()
-        assert self._extra_prompts is not None
-        return next(self._extra_prompts)
-
-    def _generate_single_turn(
-        self, prompt_ids: list[list[int]], images: Any, multimodal_fields: Any, num_generations: int, **kw: Any
-    ) -> tuple[list[list[int]], Any]:
-        """The batch's own completions; when refill prompts are queued, they ride in the same engine
-        call and their rows wait in ``_prefetched``. A refill round's call is answered from there."""
-        if self._prefetched:
-            rows, self._prefetched = self._prefetched[: len(prompt_ids)], self._prefetched[len(prompt_ids) :]
-            if [r[0] for r in rows] != [list(p) for p in prompt_ids]:
-                raise RuntimeError("dynamic sampling: a refill round asked for other prompts than were sampled")
-            logprobs = [r[2] for r in rows]
-            return [r[1] for r in rows], (None if logprobs[0] is None else logprobs)
-        extra, self._prefetch_prompts = self._prefetch_prompts, None
-        if not extra or images is not None or multimodal_fields:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, **kw)  # type: ignore[no-any-return]
-        extra_ids = self._tokenize_prompts(copy.deepcopy(extra))[0]
-        ids = [list(p) for p in prompt_ids] + [list(p) for p in extra_ids]
-        completions, logprobs = super()._generate_single_turn(ids, images, multimodal_fields, num_generations, **kw)
-        n = len(prompt_ids)
-        per_row = logprobs if logprobs is not None else [None] * len(ids)
-        self._prefetched = list(zip(ids[n:], completions[n:], per_row[n:]))
-        return completions[:n], (None if logprobs is None else logprobs[:n])
 
     def _flat_rows(self, local: torch.Tensor) -> list[bool]:
         """This process's rows whose whole group (over every process) has zero advantage."""
@@ -237,28 +189,23 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         return output
 
-    def _refill(
-        self, first: dict[str, Any], signal: list[bool], prefetched: list[list[int]]
-    ) -> tuple[dict[str, Any], list[bool]]:
+    def _refill(self, first: dict[str, Any], signal: list[bool]) -> tuple[dict[str, Any], list[bool]]:
         """Draw, generate and score more groups until the batch holds as many with reward variance as
         it has groups (or the rounds run out); fill what is left with the first draw's other groups,
-        which leave the loss. ``prefetched``: each round's prompts, already sampled with the batch
-        (none: draw and sample here). Returns the merged batch and the rows to drop."""
+        which leave the loss. Returns the merged batch and the rows to drop."""
         g, wanted = self.num_generations, len(signal)
         batches = [first]
         kept = [(0, k) for k, s in enumerate(signal) if s]
         rounds = 0
         while len(kept) < wanted and rounds < self.dynamic_sampling_rounds:
-            indices = prefetched[rounds] if prefetched else [self._draw_prompt() for _ in range(wanted)]
             rounds += 1
-            rows = [dict(self.train_dataset[k]) for k in indices]
+            assert self._extra_prompts is not None
+            rows = [dict(self.train_dataset[next(self._extra_prompts)]) for _ in range(wanted)]
             more = [dict(row) for row in rows for _ in range(g)]
             scored = super()._generate_and_score_completions(more)
             flat = self._flat_rows(scored["advantages"])
             batches.append(scored)
             kept += [(rounds, k) for k, row in enumerate(rows) if not flat[k * g] and not row.get(CANARY_COLUMN)]
-        self._prefetched = []  # rounds not needed: their prompts are drawn again at the next step
-        self._undrawn.extend(k for indices in prefetched[rounds:] for k in indices)
         chosen = kept[:wanted]
         fillers = [(0, k) for k, s in enumerate(signal) if not s][: wanted - len(chosen)]
         selected = chosen + fillers

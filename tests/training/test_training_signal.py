@@ -21,20 +21,19 @@ def rows_of(trainer, ids, group):
     return [dict(by_id[i]) for i in ids for _ in range(group)]
 
 
-def score_with_one_flat_group(cfg, prepare=lambda trainer: trainer):
+def score_with_one_flat_group(cfg):
     """One scored step of two prompts x 4 whose first prompt's group ties (all rewards 1): the
-    trainer's output, its metrics and the trainer (``prepare``d before it scores)."""
+    trainer's output and its metrics."""
     flat_id = None
 
     def tie_on_one_problem(completions, id, **_):
         return [1.0 if pid == flat_id else float(i % 4) for i, pid in enumerate(id)]
 
-    trainer = prepare(build_trainer(cfg, reward_funcs=[tie_on_one_problem])[0])
+    trainer, _ = build_trainer(cfg, reward_funcs=[tie_on_one_problem])
     ids = [row["id"] for row in trainer.train_dataset]
     flat_id = ids[0]
     trainer.model.train()
-    out = trainer._generate_and_score_completions(rows_of(trainer, ids[:2], 4))
-    return out, trainer._metrics["train"], trainer
+    return trainer._generate_and_score_completions(rows_of(trainer, ids[:2], 4)), trainer._metrics["train"]
 
 
 def test_dynamic_sampling_replaces_a_flat_group_with_a_drawn_one(tmp_path):
@@ -47,7 +46,7 @@ def test_dynamic_sampling_replaces_a_flat_group_with_a_drawn_one(tmp_path):
         "train.per_device_train_batch_size=8",
         "data.max_rows=3",
     )
-    out, m, _ = score_with_one_flat_group(cfg)
+    out, m = score_with_one_flat_group(cfg)
     assert m["dynamic/zero_variance_share_sampled"] == [0.5]
     assert m["dynamic/groups_kept"] == [2.0] and m["dynamic/zero_variance_share"] == [0.0]
     assert m["dynamic/prompts_drawn"][0] in (4.0, 6.0) and m["dynamic/rounds"][0] >= 1
@@ -196,7 +195,7 @@ def test_dynamic_sampling_draws_whole_repair_episodes(tmp_path):
         "train.per_device_train_batch_size=8",
         "data.max_rows=3",
     )
-    out, m, _ = score_with_one_flat_group(cfg)
+    out, m = score_with_one_flat_group(cfg)
     assert m["dynamic/groups_kept"] == [2.0] and m["dynamic/prompts_drawn"] == [4.0]
     assert "repair/turns" in m  # the drawn rows ran as episodes
     assert out["tool_mask"].shape == out["completion_ids"].shape
