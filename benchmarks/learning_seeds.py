@@ -72,8 +72,16 @@ def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
                 {p for c in ceilings for p in c["problems_ever_passing"][stage]}
             )
     out["wall_s"] = mean_interval([float(r["wall_s"]) for r in reports])
+    if all("recipe_s" in r for r in reports):  # training and scoring without the ceiling (recorded since 2026-12-07)
+        out["recipe_s"] = mean_interval([float(r["recipe_s"]) for r in reports])
     out["runs"] = [
-        {"seed": r["sampling"]["seed"], "wall_s": r["wall_s"], "provenance": r.get("provenance", {})} for r in reports
+        {
+            "seed": r["sampling"]["seed"],
+            "wall_s": r["wall_s"],
+            **({"recipe_s": r["recipe_s"]} if "recipe_s" in r else {}),
+            "provenance": r.get("provenance", {}),
+        }
+        for r in reports
     ]
     return out
 
@@ -112,6 +120,8 @@ def markdown(summary: dict[str, Any]) -> str:
                     + f" (ever passing: {ever})"
                 )
     lines += ["", f"wall time: {_cell(summary['wall_s'], scale=1.0)} s"]
+    if "recipe_s" in summary:
+        lines += [f"without the ceiling: {_cell(summary['recipe_s'], scale=1.0)} s"]
     return "\n".join(lines)
 
 

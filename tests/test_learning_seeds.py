@@ -46,6 +46,18 @@ def test_seeds_become_a_mean_with_a_t_interval(tmp_path) -> None:  # type: ignor
     assert summary["stages"]["grpo"]["core"]["build"]["mean"] == 0.2
     assert summary["gain_over_sft"]["core"]["build"]["mean"] == 0.3
     assert "| grpo | core | 20.0 [" in proc.stdout
+    assert "recipe_s" not in summary  # no run recorded it
+
+
+def test_the_recipes_time_without_the_ceiling_is_summarised_when_every_seed_recorded_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    reports = [{**_report(seed, 0.3), "recipe_s": 900 + 10 * seed} for seed in range(3)]
+    proc, out = _run(tmp_path, reports)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(out.read_text())
+    assert summary["recipe_s"]["mean"] == 910 and [r["recipe_s"] for r in summary["runs"]] == [900, 910, 920]
+    assert "without the ceiling: 910.0 [" in proc.stdout
+    proc, out = _run(tmp_path, [*reports[:2], _report(2, 0.3)])
+    assert "recipe_s" not in json.loads(out.read_text()) and "recipe_s" in json.loads(out.read_text())["runs"][0]
 
 
 def test_runs_of_different_recipes_or_one_seed_twice_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
