@@ -270,8 +270,8 @@ def main() -> int:
     for key in GAINS:
         g = gains[key]
         print(f"  {key:<12} {g['gain']:+.3f} [{g['ci'][0]:+.3f}, {g['ci'][1]:+.3f}] over {g['problems']} problems")
-    print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {report['wall_s']} s in all", end="")
-    print(f", {recipe_s} s without the ceiling" if ceiling else "")
+    timing = f"{report['wall_s']} s in all" + (f", {recipe_s} s without the ceiling" if ceiling else "")
+    print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {timing}")
     print(f"wrote {args.out / 'learning.json'} and {args.out / 'learning.png'}")
     return 0 if gain >= args.target else 1
 
