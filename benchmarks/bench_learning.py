@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -47,6 +48,11 @@ from rust_grpo.problems.schema import DataError, Problem, load_problems
 from rust_grpo.problems.selection import run_format, training_problems, with_tiers
 from rust_grpo.rewards.sandbox import sandbox_settings
 from rust_grpo.training.callbacks import read_metrics
+
+
+def peak_rss_gib() -> float:
+    """The process's resident-memory high-water mark so far (Linux reports KiB): what a machine needs."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 1)
 
 
 def score_stage(
@@ -82,7 +88,7 @@ def score_stage(
             fh.write(json.dumps({**r, "completion": c.text}) + "\n")
     metrics = stage_metrics(records, cfg.reward.weights)  # type: ignore[attr-defined]
     metrics["tiers"] = tier_metrics(records, tiers, cfg.reward.weights)  # type: ignore[attr-defined]
-    print(f"[{name}] {json.dumps(metrics)} ({time.monotonic() - start:.0f} s)", flush=True)
+    print(f"[{name}] {json.dumps(metrics)} ({time.monotonic() - start:.0f} s, peak {peak_rss_gib()} GiB)", flush=True)
     return metrics, records
 
 
@@ -188,6 +194,7 @@ def main() -> int:
     if policy != sft:
         stages["rft"], records["rft"] = score_stage("rft", policy, None, heldout, tiers, args, cfg)
     final = train(cfg, overwrite=True)  # runs/bench/learning is this benchmark's own run
+    print(f"[train] peak {peak_rss_gib()} GiB", flush=True)
     stages["grpo"], records["grpo"] = score_stage("grpo", policy, str(final), heldout, tiers, args, cfg)
     gains = stage_gains(records["sft"], records["grpo"], tiers)
     recipe_s = round(time.monotonic() - started)  # training and scoring: what runs without --ceiling
@@ -244,6 +251,7 @@ def main() -> int:
         **({"ceiling": ceiling} if ceiling else {}),
         recipe_s=recipe_s,
         wall_s=round(time.monotonic() - started),
+        peak_rss_gib=peak_rss_gib(),
     )
     report["provenance"] = {**origin, "backend": args.backend, "overrides": overrides, "config": args.config}
     (args.out / "learning.json").write_text(json.dumps(report, indent=2))
@@ -271,6 +279,7 @@ def main() -> int:
         g = gains[key]
         print(f"  {key:<12} {g['gain']:+.3f} [{g['ci'][0]:+.3f}, {g['ci'][1]:+.3f}] over {g['problems']} problems")
     timing = f"{report['wall_s']} s in all" + (f", {recipe_s} s without the ceiling" if ceiling else "")
+    timing += f", peak memory {report['peak_rss_gib']} GiB"
     print(f"GRPO build gain over SFT: {gain:+.3f} (target {args.target:+.2f}); {timing}")
     print(f"wrote {args.out / 'learning.json'} and {args.out / 'learning.png'}")
     return 0 if gain >= args.target else 1

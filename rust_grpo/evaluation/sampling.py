@@ -128,14 +128,13 @@ def generate_vllm(
     adapter: str | None = None,
 ) -> list[Completion]:
     """``s.samples`` answers to each problem from one vLLM engine, all prompts in one call."""
-    import gc
-
+    from ..memory import release_memory
     from ..vllm_engine import start_engine
 
     llm = start_engine(vllm_checkpoint(model_path, adapter), s.seed, **vllm_options(s))
     outputs = llm.chat([chat_prompt(p, fmt) for p in problems], vllm_sampling_params(s, s.samples), use_tqdm=False)
     del llm
-    gc.collect()  # the engine's KV cache (VLLM_CPU_KVCACHE_SPACE) goes now, not when a cycle is found
+    release_memory()  # the engine's KV cache (VLLM_CPU_KVCACHE_SPACE) goes now, not when a cycle is found
     return [Completion(p.id, o.text, j) for p, result in zip(problems, outputs) for j, o in enumerate(result.outputs)]
 
 

@@ -244,6 +244,7 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False, can_res
     """Run GRPO; ``resume`` continues from the newest checkpoint in the output dir, ``overwrite``
     replaces an earlier run there. Without either, an output dir that holds anything is refused
     (``outdir.claim_output_dir``): a run never mixes with, or deletes, what it did not write."""
+    from ..memory import release_memory
     from ..outdir import claim_output_dir, record_outputs
 
     out = Path(cfg.train.output_dir)
@@ -254,6 +255,7 @@ def train(cfg: RunConfig, resume: bool = False, overwrite: bool = False, can_res
         return _train(cfg, out, resume)
     finally:
         record_outputs(out)  # the manifest a later --overwrite deletes by, however the run ended
+        release_memory()  # the trainer, its engine and their heap: a caller that scores next starts lean
 
 
 def _train(cfg: RunConfig, out: Path, resume: bool) -> Path:
