@@ -2,8 +2,8 @@
 
 A GRPO step on the CPU touches several GiB of activations, and a vLLM engine a KV cache of
 ``VLLM_CPU_KVCACHE_SPACE`` GiB. Freed, most of that stays in glibc's heap as the process's resident
-memory, so a stage that follows adds its own peak on top: measured on the SmolLM2 preset, 13.1 GiB
-resident after 4 training steps, 6.5 GiB once the heap was trimmed.
+memory, so a stage that follows adds its own peak on top: measured on the SmolLM2 preset, 13.5 GiB
+resident after 2 training steps, 6.5 GiB once the heap was trimmed.
 """
 
 from __future__ import annotations
