@@ -22,6 +22,8 @@ class SamplingSettings:
     max_new_tokens: int = 1024
     temperature: float = 0.8
     top_p: float = 0.95
+    top_k: int = 0  # 0: off. Passed to both engines: transformers' own default (50) would otherwise apply
+    # to its samples only, so the two backends would score different distributions
     batch_problems: int = 4
     seed: int = 0
     dtype: str = "auto"  # auto: the checkpoint's (transformers); bfloat16 where the CPU has it, else float32 (vLLM)
@@ -71,6 +73,7 @@ def sample_hf(model: Any, tokenizer: Any, device: str, chats: list[Any], s: Samp
             do_sample=s.temperature > 0,
             temperature=max(s.temperature, 1e-5),
             top_p=s.top_p,
+            top_k=s.top_k,
             max_new_tokens=s.max_new_tokens,
             num_return_sequences=n,
             pad_token_id=tokenizer.pad_token_id,
@@ -117,7 +120,7 @@ def vllm_sampling_params(s: SamplingSettings, n: int) -> Any:
     alike; the engine's own seed makes the run repeatable instead."""
     from vllm import SamplingParams
 
-    return SamplingParams(n=n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
+    return SamplingParams(n=n, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=s.max_new_tokens)
 
 
 def generate_vllm(
