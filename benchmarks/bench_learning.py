@@ -43,7 +43,7 @@ from rust_grpo.evaluation.learning import (
     stage_metrics,
     tier_metrics,
 )
-from rust_grpo.evaluation.sampling import BACKENDS
+from rust_grpo.evaluation.sampling import BACKENDS, DTYPES
 from rust_grpo.problems.schema import DataError, Problem, load_problems
 from rust_grpo.problems.selection import run_format, training_problems, with_tiers
 from rust_grpo.rewards.sandbox import sandbox_settings
@@ -79,6 +79,7 @@ def score_stage(
         top_p=0.95,
         batch_problems=args.batch_problems,
         seed=args.seed,
+        dtype=args.dtype,
     )
     completions = generate(args.backend, model, problems, settings, fmt=run_format(cfg.data), adapter=adapter)  # type: ignore[attr-defined]
     with open_grader(sandbox_settings(cfg.reward)) as grader:  # type: ignore[attr-defined]
@@ -92,7 +93,8 @@ def score_stage(
     return metrics, records
 
 
-def main() -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The benchmark's options (benchmarks/score_backends.py reads its sampling settings from them too)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="configs/smollm-cpu.toml")
     parser.add_argument("--heldout", type=int, default=16, help="held-out problems (the easiest of the eval set)")
@@ -140,8 +142,30 @@ def main() -> int:
         help="after training, sample the core tier this many times a problem at every trained stage for its "
         "pass@k curve: the ceiling GRPO can reach (-1: 64 with vllm, 0 = off, with hf)",
     )
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="auto",
+        help="scoring precision (auto: vLLM in bfloat16 where the CPU has it, transformers in the checkpoint's "
+        "float32); GRPO's groups follow the config's vllm.cpu_dtype",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench"))
-    args = parser.parse_args()
+    return parser
+
+
+def heldout_set(args: argparse.Namespace) -> tuple[list[Problem], list[Problem], dict[str, list[str]]]:
+    """(the core tier, every held-out problem, tier name -> its problem ids), as ``args`` selects them."""
+    core = easiest(load_problems(args.heldout_data), args.heldout)
+    specs = [s for s in args.tier or ["basics=data/basics-eval.jsonl"] if s != "none"]
+    try:
+        heldout, tiers = with_tiers("core", core, specs)
+    except DataError as exc:
+        raise SystemExit(f"--tier: {exc}") from None
+    return core, heldout, tiers
+
+
+def main() -> int:
+    args = arguments().parse_args()
 
     import logging
 
@@ -172,12 +196,7 @@ def main() -> int:
     from rust_grpo.training.train import resolve_model_path, train
 
     fmt = run_format(cfg.data)
-    core = easiest(load_problems(args.heldout_data), args.heldout)
-    specs = [s for s in args.tier or ["basics=data/basics-eval.jsonl"] if s != "none"]
-    try:
-        heldout, tiers = with_tiers("core", core, specs)
-    except DataError as exc:
-        raise SystemExit(f"--tier: {exc}") from None
+    core, heldout, tiers = heldout_set(args)
     train_problems = training_problems(cfg.data)
     overlap = {p.id for p in heldout} & {p.id for p in train_problems}
     if overlap:
@@ -239,8 +258,10 @@ def main() -> int:
             "max_new_tokens": args.max_new_tokens,
             "temperature": args.temperature,
             "top_p": 0.95,
+            "top_k": 0,
             "seed": args.seed,
             "backend": args.backend,
+            "dtype": args.dtype,
         },
         per_step_reward=[round(float(r["reward"]), 4) for r in steps],
         per_step_build=[round(float(r.get("rates/build", 0.0)), 4) for r in steps],

