@@ -154,8 +154,9 @@ def align_special_tokens(tokenizer: Any, model: Any) -> None:
     """
     eos = model.config.eos_token_id
     eos = eos[0] if isinstance(eos, list) and eos else eos
-    if isinstance(eos, int) and tokenizer.eos_token_id != eos:
-        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos)
+    token = tokenizer.convert_ids_to_tokens(eos) if isinstance(eos, int) else None
+    if token is not None and tokenizer.eos_token_id != eos:
+        tokenizer.eos_token = token
     if tokenizer.pad_token is None or tokenizer.pad_token_id == tokenizer.bos_token_id:
         tokenizer.pad_token = tokenizer.eos_token  # a pad that is the turn opener would mask real tokens
     model.config.pad_token_id = model.generation_config.pad_token_id = tokenizer.pad_token_id
