@@ -70,6 +70,10 @@ def test_smollm2_from_pypi_loads_and_generates() -> None:
         [{"role": "user", "content": "Say hi."}], tokenize=False, add_generation_prompt=True
     )
     assert chat.endswith("<|im_start|>assistant\n")
+    # the turn ends where the config and chat template say (transformers 5.17 read <|im_start|>), so the
+    # cold start teaches that end, and pads with it, not with the turn opener
+    assert tokenizer.eos_token == "<|im_end|>" and tokenizer.eos_token_id == model.config.eos_token_id
+    assert tokenizer.pad_token_id != tokenizer.bos_token_id
     inputs = tokenizer(chat, return_tensors="pt")
     torch.manual_seed(0)
     out = model.generate(**inputs, max_new_tokens=8, do_sample=False, pad_token_id=tokenizer.pad_token_id)
