@@ -43,7 +43,7 @@ from rust_grpo.evaluation.learning import (
     stage_metrics,
     tier_metrics,
 )
-from rust_grpo.evaluation.sampling import BACKENDS, DTYPES
+from rust_grpo.evaluation.sampling import BACKENDS, DTYPES, SamplingSettings
 from rust_grpo.problems.schema import DataError, Problem, load_problems
 from rust_grpo.problems.selection import run_format, training_problems, with_tiers
 from rust_grpo.rewards.sandbox import sandbox_settings
@@ -53,6 +53,19 @@ from rust_grpo.training.callbacks import read_metrics
 def peak_rss_gib() -> float:
     """The process's resident-memory high-water mark so far (Linux reports KiB): what a machine needs."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 1)
+
+
+def sampling_settings(args: argparse.Namespace, samples: int) -> SamplingSettings:
+    """How every stage is sampled: one place, so the report records exactly what the stages used."""
+    return SamplingSettings(
+        samples=samples,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=0.95,
+        batch_problems=args.batch_problems,
+        seed=args.seed,
+        dtype=args.dtype,
+    )
 
 
 def score_stage(
@@ -68,19 +81,11 @@ def score_stage(
     """The stage's metrics and its graded records (kept for the paired gains); ``samples`` per problem
     (0: the stage's usual count)."""
     from reward_sandbox import open_grader
-    from rust_grpo.evaluation.sampling import SamplingSettings, generate
+    from rust_grpo.evaluation.sampling import generate
     from rust_grpo.evaluation.scoring import score_completions
 
     start = time.monotonic()
-    settings = SamplingSettings(
-        samples=samples or (args.base_samples if name == "base" else args.samples),
-        max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature,
-        top_p=0.95,
-        batch_problems=args.batch_problems,
-        seed=args.seed,
-        dtype=args.dtype,
-    )
+    settings = sampling_settings(args, samples or (args.base_samples if name == "base" else args.samples))
     completions = generate(args.backend, model, problems, settings, fmt=run_format(cfg.data), adapter=adapter)  # type: ignore[attr-defined]
     with open_grader(sandbox_settings(cfg.reward)) as grader:  # type: ignore[attr-defined]
         records = score_completions(completions, {p.id: p for p in problems}, grader, cfg.reward)  # type: ignore[attr-defined]
@@ -244,6 +249,7 @@ def main() -> int:
     logged = read_metrics(run_dir / "metrics.jsonl")
     steps = [r for r in logged if "reward" in r]  # one per generation batch
     optimizer_steps = sum(1 for r in logged if "loss" in r)  # train.num_iterations per generation batch
+    used = sampling_settings(args, args.samples)
     report = learning_report(
         cfg.model.name_or_path,
         optimizer_steps,
@@ -255,13 +261,8 @@ def main() -> int:
         sampling={
             "samples": args.samples,
             "base_samples": args.base_samples,
-            "max_new_tokens": args.max_new_tokens,
-            "temperature": args.temperature,
-            "top_p": 0.95,
-            "top_k": 0,
-            "seed": args.seed,
+            **{k: getattr(used, k) for k in ("max_new_tokens", "temperature", "top_p", "top_k", "seed", "dtype")},
             "backend": args.backend,
-            "dtype": args.dtype,
         },
         per_step_reward=[round(float(r["reward"]), 4) for r in steps],
         per_step_build=[round(float(r.get("rates/build", 0.0)), 4) for r in steps],

@@ -36,8 +36,7 @@ from rust_grpo.problems.selection import run_format, training_problems
 
 
 def beyond_top_k(
-    model_path: str,
-    adapter: str,
+    policy: tuple[Any, Any],
     problems: list[Problem],
     rows: list[dict[str, Any]],
     fmt: AnswerFormat,
@@ -46,12 +45,11 @@ def beyond_top_k(
     top_p: float = 0.95,
 ) -> dict[str, int]:
     """How many completions hold a token ranked k or lower that top-p alone keeps (teacher-forced, the
-    float32 policy at the run's temperature): the samples a top-k of ``k`` would have changed."""
+    float32 policy, ``(model, tokenizer)``, at the run's temperature): the samples a top-k of ``k`` would have
+    changed."""
     import torch
 
-    from rust_grpo.evaluation.sampling import load_hf
-
-    model, tokenizer, _ = load_hf(model_path, adapter, "float32")
+    model, tokenizer = policy
     by_id = {p.id: p for p in problems}
     hit = tokens = 0
     for row in rows:
@@ -96,17 +94,23 @@ def main() -> int:
     adapter = str(mine.run / "learning" / "final")
     origin = provenance()
     engines: dict[str, dict[str, Any]] = {}
+    policy: tuple[Any, Any] | None = None  # the float32 policy for the top-k check, loaded once
     for spec in mine.engines.split(","):
         args.backend, args.dtype = spec.split(":")
         args.out = mine.run / "backends" / spec.replace(":", "-")
         args.out.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         metrics, _ = score_stage("grpo", sft, adapter, heldout, tiers, args, cfg)
+        seconds = round(time.monotonic() - start)
         rows = [json.loads(line) for line in (args.out / "grpo-completions.jsonl").read_text().splitlines()]
+        if policy is None:
+            from rust_grpo.evaluation.sampling import load_hf
+
+            policy = load_hf(sft, adapter, "float32")[:2]
         engines[spec] = {
             "metrics": metrics,
-            "seconds": round(time.monotonic() - start),
-            "beyond_top50": beyond_top_k(sft, adapter, heldout, rows, run_format(cfg.data), args.temperature),
+            "seconds": seconds,
+            "beyond_top50": beyond_top_k(policy, heldout, rows, run_format(cfg.data), args.temperature),
         }
         print(
             f"{spec}: build {metrics['build']:.3f} all {metrics['hidden_pass']:.3f} share {metrics['hidden_share']:.3f}"
