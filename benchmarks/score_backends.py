@@ -94,7 +94,9 @@ def main() -> int:
     adapter = str(mine.run / "learning" / "final")
     origin = provenance()
     engines: dict[str, dict[str, Any]] = {}
-    policy: tuple[Any, Any] | None = None  # the float32 policy for the top-k check, loaded once
+    from rust_grpo.evaluation.sampling import load_hf
+
+    policy = load_hf(sft, adapter, "float32")[:2]  # the float32 policy for the top-k check, once for every engine
     for spec in mine.engines.split(","):
         args.backend, args.dtype = spec.split(":")
         args.out = mine.run / "backends" / spec.replace(":", "-")
@@ -103,10 +105,6 @@ def main() -> int:
         metrics, _ = score_stage("grpo", sft, adapter, heldout, tiers, args, cfg)
         seconds = round(time.monotonic() - start)
         rows = [json.loads(line) for line in (args.out / "grpo-completions.jsonl").read_text().splitlines()]
-        if policy is None:
-            from rust_grpo.evaluation.sampling import load_hf
-
-            policy = load_hf(sft, adapter, "float32")[:2]
         engines[spec] = {
             "metrics": metrics,
             "seconds": seconds,
