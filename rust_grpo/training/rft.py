@@ -97,7 +97,7 @@ def _rft_policy(policy: str, cfg: RunConfig, problems: list[Problem]) -> str:
         raise RuntimeError(f"rft.train {cfg.rft.train} selects none of the {len(problems)} training problems")
     key: list[object] = [policy, _weights_stamp(policy), [[p.id, p.prompt, p.signature, p.tests] for p in chosen]]
     key += [fmt.name, fmt.system_prompt, cfg.train.seed, json.dumps(vars(r)), cfg.data.canary_share]
-    key += [cfg.train.canary_max_rate, cfg.train.canary_action, cfg.reward.timeout_s]
+    key += [cfg.train.canary_max_rate, cfg.train.canary_action, cfg.reward.timeout_s, list(draw_engine(cfg))]
     out = default_cache_dir() / f"rft-{Path(policy).name}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]}"
     if (out / "config.json").exists():
         log.info("reusing the RFT policy in %s", out)
@@ -165,18 +165,41 @@ class Draw:
         }
 
 
+def draw_engine(cfg: RunConfig) -> tuple[str, str]:
+    """The engine and precision RFT samples with: the run's own colocated vLLM engine when the run samples
+    its groups with one (a draw of 64 answers a problem is what vLLM makes cheap), else transformers in
+    the checkpoint's precision. Server mode samples with transformers: the server holds the policy GRPO
+    trains, not the cold start RFT draws from. On the CPU the precision is the training engine's
+    (``vllm.cpu_dtype``); on a GPU, the engine's own."""
+    from ..vllm_engine import on_cpu
+
+    v = cfg.vllm
+    if not (v.enabled and v.mode == "colocate"):
+        return "hf", "auto"
+    if not on_cpu():
+        return "vllm", "auto"
+    return "vllm", v.cpu_dtype if v.cpu_dtype != "auto" else ("bfloat16" if cfg.train.bf16 else "float32")
+
+
 def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> Draw:
     """Sample ``rft.samples`` answers per problem (and per canary row, when ``data.canary_share`` is
-    set), grade them in the sandbox, keep the verified ones."""
-    from ..evaluation.sampling import SamplingSettings, generate_hf
+    set) with :func:`draw_engine`, grade them in the sandbox, keep the verified ones."""
+    from ..evaluation.sampling import SamplingSettings, generate
     from .canaries import make_canaries
 
     r = cfg.rft
+    backend, dtype = draw_engine(cfg)
     settings = SamplingSettings(
-        samples=r.samples, max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=1.0, seed=cfg.train.seed
+        samples=r.samples,
+        max_new_tokens=r.max_new_tokens,
+        temperature=r.temperature,
+        top_p=1.0,
+        seed=cfg.train.seed,
+        dtype=dtype,
     )
     sampled = problems + make_canaries(problems, cfg.data.canary_share, cfg.train.seed)  # in memory only
-    return grade_draw(generate_hf(policy, sampled, settings, run_format(cfg.data)), sampled, cfg)
+    log.info("RFT: sampling %d answers to each of %d rows with %s", r.samples, len(sampled), backend)
+    return grade_draw(generate(backend, policy, sampled, settings, fmt=run_format(cfg.data)), sampled, cfg)
 
 
 def grade_draw(completions: list[Completion], problems: list[Problem], cfg: RunConfig) -> Draw:

@@ -14,6 +14,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
+from rust_grpo.config import load_config
 from rust_grpo.evaluation.sampling import SamplingSettings, generate_hf, generate_vllm
 from rust_grpo.problems.schema import load_problems
 from rust_grpo.problems.selection import run_format
@@ -207,3 +208,27 @@ def test_both_engines_sample_with_the_settings_top_k(tmp_path):
         assert len(got) == 8 and all(c.text == want[c.problem_id] for c in got), generate.__name__
     unfiltered = replace(top1, top_k=0)  # the default: every token stays possible, so samples differ
     assert len({c.text for c in generate_hf(model, problems, unfiltered, run_format(cfg.data))}) > 2
+
+
+@pytest.mark.cargo
+def test_rft_draws_through_the_runs_vllm_engine_and_keeps_only_verified_answers(caplog):
+    """A run that samples its groups with vLLM draws RFT's answers with it too (64 a problem is what vLLM
+    makes cheap): the warm-started tiny model's draw, graded by the real sandbox, keeps only answers
+    that pass every hidden test."""
+    import logging
+
+    from rust_grpo.problems.selection import training_problems
+    from rust_grpo.training.rft import draw_engine, sample_verified
+
+    draw = ["rft.samples=8", "rft.max_new_tokens=224"]
+    cfg = load_config("tiny-cpu", ["vllm.enabled=true", 'vllm.cpu_dtype="float32"', *draw])
+    assert draw_engine(cfg) == ("vllm", "float32")  # the precision the run's engine samples its groups in
+    assert draw_engine(load_config("tiny-cpu", draw)) == ("hf", "auto")
+    problems = training_problems(cfg.data)[:4]  # test_rft's: their warm start is cached
+    policy = resolve_model_path(cfg.model, problems, run_format(cfg.data))
+    with caplog.at_level(logging.INFO, logger="rust_grpo"):
+        draw = sample_verified(policy, cfg, problems)
+    assert "answers to each of 4 rows with vllm" in caplog.text
+    assert draw.sandbox_errors == 0 and draw.sent > 0
+    assert draw.answers, "the warm-started tiny model should pass some demo problem's hidden tests"
+    assert {pid for pid, _ in draw.answers} <= {p.id for p in problems}
