@@ -41,7 +41,8 @@ def _recipe(report: dict[str, Any]) -> str:
     prov = report.get("provenance", {})
     overrides = [o for o in prov.get("overrides", []) if not o.startswith(("train.seed=", "train.output_dir="))]
     sampling = {k: v for k, v in report.get("sampling", {}).items() if k != "seed"}
-    return json.dumps([prov.get("config"), overrides, sampling, report.get("grpo_steps"), report.get("heldout")])
+    recipe = [prov.get("config"), overrides, sampling, report.get("grpo_steps"), report.get("heldout")]
+    return json.dumps(recipe, sort_keys=True)  # the order a run wrote its keys in is no difference
 
 
 def summarize(reports: list[dict[str, Any]]) -> dict[str, Any]:

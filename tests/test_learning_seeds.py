@@ -67,3 +67,10 @@ def test_runs_of_different_recipes_or_one_seed_twice_are_refused(tmp_path) -> No
     assert proc.returncode != 0 and "differ in more than their seed" in proc.stderr
     proc, _ = _run(tmp_path, [_report(0, 0.3), _report(0, 0.4)])
     assert proc.returncode != 0 and "a seed appears twice" in proc.stderr
+
+
+def test_the_order_a_run_wrote_its_keys_in_is_not_a_different_recipe(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    reordered = _report(1, 0.4)
+    reordered["sampling"] = dict(reversed(list(reordered["sampling"].items())))  # {"samples", "seed"}
+    proc, _ = _run(tmp_path, [_report(0, 0.3), reordered])
+    assert proc.returncode == 0, proc.stderr
