@@ -166,18 +166,16 @@ class Draw:
 
 
 def draw_engine(cfg: RunConfig) -> tuple[str, str]:
-    """The engine and precision RFT samples with: the run's own colocated vLLM engine when the run samples
-    its groups with one (a draw of 64 answers a problem is what vLLM makes cheap), else transformers in
-    the checkpoint's precision. Server mode samples with transformers: the server holds the policy GRPO
-    trains, not the cold start RFT draws from. On the CPU the precision is the training engine's
-    (``vllm.cpu_dtype``); on a GPU, the engine's own."""
+    """The engine and precision RFT samples with: on the CPU, the run's own vLLM engine in ``vllm.cpu_dtype``
+    when the run samples its groups with one in colocate mode (a draw of 64 answers a problem is what vLLM
+    makes cheap); else transformers in the checkpoint's precision. Not vLLM on a GPU: the draw runs in the
+    training process, and an engine started there keeps its share of GPU memory after it is dropped, before
+    TRL's colocated engine asks for its own."""
     from ..vllm_engine import on_cpu
 
     v = cfg.vllm
-    if not (v.enabled and v.mode == "colocate"):
+    if not (v.enabled and v.mode == "colocate" and on_cpu()):
         return "hf", "auto"
-    if not on_cpu():
-        return "vllm", "auto"
     return "vllm", v.cpu_dtype if v.cpu_dtype != "auto" else ("bfloat16" if cfg.train.bf16 else "float32")
 
 
