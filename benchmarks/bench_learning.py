@@ -253,7 +253,7 @@ def main() -> int:
     report = learning_report(
         cfg.model.name_or_path,
         optimizer_steps,
-        stages,  # type: ignore[arg-type]
+        stages,
         heldout=[p.id for p in heldout],
         tiers=tiers,
         generation_batches=len(steps),
