@@ -172,11 +172,12 @@ def draw_engine(cfg: RunConfig) -> tuple[str, str]:
     training process, and an engine started there keeps its share of GPU memory after it is dropped, before
     TRL's colocated engine asks for its own."""
     from ..vllm_engine import on_cpu
+    from .vllm_colocate import cpu_engine_bf16
 
     v = cfg.vllm
     if not (v.enabled and v.mode == "colocate" and on_cpu()):
         return "hf", "auto"
-    return "vllm", v.cpu_dtype if v.cpu_dtype != "auto" else ("bfloat16" if cfg.train.bf16 else "float32")
+    return "vllm", "bfloat16" if cpu_engine_bf16(v.cpu_dtype, cfg.train.bf16) else "float32"
 
 
 def sample_verified(policy: str, cfg: RunConfig, problems: list[Problem]) -> Draw:

@@ -64,9 +64,9 @@ class RustGRPOTrainer(GRPOTrainer):  # type: ignore[misc]  # TRL is untyped here
         score_labelled_positions_only()
         colocated_on_cpu = kwargs["args"].use_vllm and kwargs["args"].vllm_mode == "colocate" and on_cpu()
         if colocated_on_cpu:
-            from .vllm_colocate import cpu_engine_arguments, reload_policy_weights
+            from .vllm_colocate import cpu_engine_arguments, cpu_engine_bf16, reload_policy_weights
 
-            bf16 = bool(kwargs["args"].bf16) if vllm_cpu_dtype == "auto" else vllm_cpu_dtype == "bfloat16"
+            bf16 = cpu_engine_bf16(vllm_cpu_dtype, bool(kwargs["args"].bf16))
             with cpu_engine_arguments(kwargs["args"].seed, bf16):
                 super().__init__(*args, **kwargs)
             self.vllm_generation.sync_weights = functools.partial(reload_policy_weights, self.vllm_generation)

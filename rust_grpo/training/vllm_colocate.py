@@ -30,6 +30,12 @@ from typing import Any
 from ..vllm_engine import engine_kwargs, prepare_environment
 
 
+def cpu_engine_bf16(cpu_dtype: str, train_bf16: bool) -> bool:
+    """Whether the colocated CPU engine samples in bfloat16: as ``vllm.cpu_dtype`` says, or with ``auto``
+    the trainer's own precision (``train.bf16``)."""
+    return train_bf16 if cpu_dtype == "auto" else cpu_dtype == "bfloat16"
+
+
 @contextmanager
 def cpu_engine_arguments(seed: int, bf16: bool) -> Iterator[None]:
     """While the trainer is built, TRL's ``vllm.LLM(...)`` call also gets :func:`engine_kwargs`, and

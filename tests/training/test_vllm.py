@@ -220,10 +220,10 @@ def test_rft_draws_through_the_runs_vllm_engine_and_keeps_only_verified_answers(
     from rust_grpo.problems.selection import training_problems
     from rust_grpo.training.rft import draw_engine, sample_verified
 
-    draw = ["rft.samples=8", "rft.max_new_tokens=224"]
-    cfg = load_config("tiny-cpu", ["vllm.enabled=true", 'vllm.cpu_dtype="float32"', *draw])
+    options = ["rft.samples=8", "rft.max_new_tokens=224"]
+    cfg = load_config("tiny-cpu", ["vllm.enabled=true", 'vllm.cpu_dtype="float32"', *options])
     assert draw_engine(cfg) == ("vllm", "float32")  # the precision the run's engine samples its groups in
-    assert draw_engine(load_config("tiny-cpu", draw)) == ("hf", "auto")
+    assert draw_engine(load_config("tiny-cpu", options)) == ("hf", "auto")
     problems = training_problems(cfg.data)[:4]  # test_rft's: their warm start is cached
     policy = resolve_model_path(cfg.model, problems, run_format(cfg.data))
     with caplog.at_level(logging.INFO, logger="rust_grpo"):
